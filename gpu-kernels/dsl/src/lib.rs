@@ -1,0 +1,40 @@
+//! warpforge's device DSL: what a `#![no_std]` kernel crate builds on.
+//!
+//! rustc's NVPTX backend compiles ordinary Rust to PTX but knows nothing of Hopper's async
+//! machinery, and `asm!` on nvptx is easy to get subtly wrong (no predicate register class,
+//! generic vs shared addresses, what is `pure`). This crate holds that knowledge once:
+//!
+//! * [`ptx`] (L0) — one `unsafe fn` per PTX instruction form, each documented with the exact
+//!   PTX it emits and a `# Safety` list. It is the only module that contains `asm!`.
+//! * L1 primitives built on it, safe where the type carries the invariant: [`thread`] (indices,
+//!   warp/lane/warpgroup ids), [`shared`] (dynamic and static shared memory), [`sync`]
+//!   (block and named barriers, fences), [`warp`] (shuffle, vote, match, elect), [`atomic`],
+//!   [`time`].
+//! * [`logic`] — the pure index and scheduling code that the host tests on the CPU.
+//!
+//! A kernel is an `unsafe fn` under [`kernel`], which carries its launch attributes into the PTX.
+//! The crate using it needs `#![no_std]` and `#![feature(abi_ptx)]` and is built with the
+//! `warpforge-builder` crate from a build script.
+#![no_std]
+#![feature(asm_experimental_arch)]
+
+pub mod atomic;
+pub mod num;
+pub mod ptx;
+pub mod shared;
+pub mod sync;
+pub mod thread;
+pub mod time;
+pub mod warp;
+
+pub use warpforge_abi as abi;
+pub use warpforge_logic as logic;
+pub use warpforge_macros::kernel;
+
+/// A device panic cannot unwind or print: it aborts the grid with `trap`, which the host sees
+/// as `CUDA_ERROR_ILLEGAL_INSTRUCTION` at the next synchronisation.
+#[cfg(feature = "panic-handler")]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    ptx::misc::trap()
+}

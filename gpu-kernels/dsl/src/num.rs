@@ -1,0 +1,44 @@
+//! 16-bit float storage types for device code: `Bf16` and `F16` hold raw bits (layout-equal to
+//! `half::bf16` / `half::f16` on the host) and convert through the hardware `cvt`.
+
+use crate::ptx::cvt;
+
+/// bfloat16, stored as its bits.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Bf16(pub u16);
+
+/// IEEE half precision, stored as its bits.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct F16(pub u16);
+
+impl Bf16 {
+    /// Widens exactly.
+    #[inline(always)]
+    pub fn to_f32(self) -> f32 {
+        // SAFETY: conversion instruction, no preconditions on sm_90.
+        unsafe { cvt::cvt_f32_bf16(self.0) }
+    }
+    /// Rounds to nearest even.
+    #[inline(always)]
+    pub fn from_f32(f: f32) -> Self {
+        // SAFETY: conversion instruction.
+        Bf16(unsafe { cvt::cvt_rn_bf16_f32(f) })
+    }
+}
+
+impl F16 {
+    /// Widens exactly.
+    #[inline(always)]
+    pub fn to_f32(self) -> f32 {
+        // SAFETY: conversion instruction.
+        unsafe { cvt::cvt_f32_f16(self.0) }
+    }
+    /// Rounds to nearest even.
+    #[inline(always)]
+    pub fn from_f32(f: f32) -> Self {
+        // SAFETY: conversion instruction.
+        F16(unsafe { cvt::cvt_rn_f16_f32(f) })
+    }
+}

@@ -1,0 +1,16 @@
+//! L0: raw PTX, one `unsafe fn` per instruction form (the only module with `asm!`).
+//!
+//! Every function is `#[inline(always)]`, its doc line says the exact PTX it emits, and its
+//! `# Safety` section lists what the caller must guarantee. Conventions (REFERENCE §15.2):
+//! predicates never cross the `asm!` boundary (nvptx has no predicate register class), so they
+//! are created and consumed inside `{ }` scopes; shared-memory operands are 32-bit
+//! shared-window addresses; side-effect-free reads are `pure, nomem`.
+
+pub mod atomic;
+pub mod bar;
+pub mod cvt;
+pub mod fence;
+pub mod misc;
+pub mod smem;
+pub mod sreg;
+pub mod warp;

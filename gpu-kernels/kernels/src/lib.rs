@@ -1,0 +1,11 @@
+//! warpforge's kernel library, one file per kernel family.
+//!
+//! Built by the root crate's build script into one PTX module per architecture
+//! (`warpforge_arch = "sm_90a"` / `"sm_100a"`); the host launches the entries by the names in
+//! `warpforge_abi::entries`. Kernels here use only the DSL's L1+ layers, never `ptx::`.
+#![no_std]
+#![feature(abi_ptx)]
+
+pub mod elementwise;
+pub mod persistent_visit;
+pub mod reduce;

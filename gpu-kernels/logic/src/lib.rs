@@ -1,0 +1,13 @@
+//! Pure logic shared by device and host: one copy, tested on the CPU.
+//!
+//! Everything here is plain `no_std` Rust with no `asm!` and no allocation, so the same source
+//! compiles into the PTX kernels (through `warpforge-dsl`) and into the host crates and tests.
+//! That is the point of the crate: a tile scheduler, a swizzle or a descriptor encoding is
+//! property-tested on the host and the kernels run exactly the code that was tested.
+#![no_std]
+
+pub mod kernel_attrs;
+pub mod schedule;
+
+#[cfg(test)]
+extern crate std;
