@@ -62,9 +62,7 @@ impl KernelAttrs {
 
     /// Threads per block the kernel accepts at most (`reqntid` or `maxntid` product), if bounded.
     pub fn max_threads_per_block(&self) -> Option<u32> {
-        self.reqntid
-            .or(self.maxntid)
-            .map(|[x, y, z]| x.saturating_mul(y).saturating_mul(z))
+        self.reqntid.or(self.maxntid).map(|[x, y, z]| x.saturating_mul(y).saturating_mul(z))
     }
 
     /// Whether parameter `index` is a grid-constant tensor map.
@@ -96,8 +94,10 @@ mod tests {
 
     #[test]
     fn parses_every_key() {
-        let a = KernelAttrs::parse("maxntid=384,1,1;minctasm=1;cluster_dim=2,1,1;maxnreg=168;grid_constant=0;grid_constant=2")
-            .unwrap();
+        let a = KernelAttrs::parse(
+            "maxntid=384,1,1;minctasm=1;cluster_dim=2,1,1;maxnreg=168;grid_constant=0;grid_constant=2",
+        )
+        .unwrap();
         assert_eq!(a.maxntid, Some([384, 1, 1]));
         assert_eq!(a.minctasm, Some(1));
         assert_eq!(a.cluster_dim, Some([2, 1, 1]));

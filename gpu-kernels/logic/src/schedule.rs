@@ -40,11 +40,7 @@ impl StaticScheduler {
     /// How many tiles worker `worker` processes.
     pub const fn tiles_of(&self, worker: u32) -> u32 {
         let total = self.tile_count();
-        if worker >= total {
-            0
-        } else {
-            (total - worker).div_ceil(self.workers)
-        }
+        if worker >= total { 0 } else { (total - worker).div_ceil(self.workers) }
     }
 
     /// The tile that `worker` computes in its `iteration`-th turn, or `None` once it is done.

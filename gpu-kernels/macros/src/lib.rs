@@ -43,11 +43,7 @@ impl Parse for KernelAttrs {
         let mut attrs = KernelAttrs::default();
         let items = Punctuated::<MetaNameValue, Token![,]>::parse_terminated(input)?;
         for item in items {
-            let key = item
-                .path
-                .get_ident()
-                .map(|i| i.to_string())
-                .unwrap_or_default();
+            let key = item.path.get_ident().map(|i| i.to_string()).unwrap_or_default();
             match key.as_str() {
                 "threads" => attrs.threads = Some(dim3(&item.value)?),
                 "max_threads" => attrs.max_threads = Some(dim3(&item.value)?),

@@ -137,7 +137,8 @@ fn patch_define_line(line: &str, kernel: &str, attrs: &KernelAttrs) -> Result<St
                 )));
             }
             let name = p.split_whitespace().last().filter(|n| n.starts_with('%')).unwrap_or("");
-            new_params.push(format!("ptr byval([128 x i8]) align 64 \"nvvm.grid_constant\" {name}").trim_end().to_string());
+            new_params
+                .push(format!("ptr byval([128 x i8]) align 64 \"nvvm.grid_constant\" {name}").trim_end().to_string());
         } else {
             new_params.push(p.clone());
         }
@@ -247,7 +248,8 @@ define ptx_kernel void @plain(i64 noundef %n) unnamed_addr #1 {
 
     #[test]
     fn declares_dynamic_smem_once_and_only_when_used() {
-        let ptx = ".version 8.6\n.target sm_90a\n.address_size 64\n\n.visible .entry k() { mov.u32 %r1, warpforge_dsmem; }\n";
+        let ptx =
+            ".version 8.6\n.target sm_90a\n.address_size 64\n\n.visible .entry k() { mov.u32 %r1, warpforge_dsmem; }\n";
         let once = declare_dynamic_smem(ptx, "warpforge_dsmem");
         assert!(once.contains(".address_size 64\n\n.extern .shared .align 1024 .b8 warpforge_dsmem[];\n"));
         assert_eq!(declare_dynamic_smem(&once, "warpforge_dsmem"), once);

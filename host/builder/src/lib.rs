@@ -224,11 +224,16 @@ impl Builder {
     /// Builds every requested arch; returns the modules in request order.
     pub fn build(&self) -> Result<Vec<PtxModule>, BuildError> {
         if self.archs.is_empty() {
-            return Err(BuildError::Invalid("no arch requested: call .arch(Arch::Sm90a) and/or .arch(Arch::Sm100a)".into()));
+            return Err(BuildError::Invalid(
+                "no arch requested: call .arch(Arch::Sm90a) and/or .arch(Arch::Sm100a)".into(),
+            ));
         }
         let manifest = self.crate_dir.join("Cargo.toml");
         if !manifest.is_file() {
-            return Err(BuildError::Invalid(format!("no device crate at {} (Cargo.toml missing)", self.crate_dir.display())));
+            return Err(BuildError::Invalid(format!(
+                "no device crate at {} (Cargo.toml missing)",
+                self.crate_dir.display()
+            )));
         }
         let tools = toolchain::Toolchain::locate()?;
         let ptxas = match self.ptxas {

@@ -31,9 +31,7 @@ pub fn link_module(
 
     let kernels = ir::kernel_names(&linked_ir);
     if kernels.is_empty() {
-        return Err(BuildError::Invalid(
-            "the device crate defines no kernel: mark entry points with #[kernel]".into(),
-        ));
+        return Err(BuildError::Invalid("the device crate defines no kernel: mark entry points with #[kernel]".into()));
     }
     let mut entries = Vec::new();
     let strings = ir::attribute_strings(&linked_ir)?;

@@ -100,10 +100,16 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: Arch, deny_spills: bool) -> Resu
         .args(["-v", "-o", "/dev/null"])
         .arg(ptx)
         .output()
-        .map_err(|e| BuildError::Missing { what: format!("{} ({e})", ptxas.display()), install: SEARCH_ORDER.into() })?;
+        .map_err(|e| BuildError::Missing {
+            what: format!("{} ({e})", ptxas.display()),
+            install: SEARCH_ORDER.into(),
+        })?;
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     if !out.status.success() {
-        return Err(BuildError::Ptxas { arch, message: format!("{} rejected {}:\n{text}", ptxas.display(), ptx.display()) });
+        return Err(BuildError::Ptxas {
+            arch,
+            message: format!("{} rejected {}:\n{text}", ptxas.display(), ptx.display()),
+        });
     }
     let mut report = parse_report(&text);
     report.ptxas = ptxas.to_path_buf();
@@ -154,10 +160,7 @@ pub fn parse_report(text: &str) -> PtxasReport {
 }
 
 fn number_before(line: &str, unit: &str) -> u32 {
-    line.find(unit)
-        .and_then(|i| line[..i].split_whitespace().last())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    line.find(unit).and_then(|i| line[..i].split_whitespace().last()).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -25,12 +25,7 @@ impl Toolchain {
         let rustc = std::env::var_os("RUSTC").map(PathBuf::from).unwrap_or_else(|| "rustc".into());
         let version = run_capture(Command::new(&rustc).arg("-vV"))?;
         let field = |key: &str| {
-            version
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .map(str::trim)
-                .unwrap_or_default()
-                .to_string()
+            version.lines().find_map(|l| l.strip_prefix(key)).map(str::trim).unwrap_or_default().to_string()
         };
         let release = field("release:");
         let host = field("host:");
