@@ -1,1 +1,40 @@
-//! placeholder
+//! warpforge: GPU kernels written in Rust, compiled to PTX, launched through a safe typed API.
+//!
+//! For a Rust service: add `warpforge`, build with stable Rust (no CUDA toolkit; the PTX ships
+//! inside the crate), and at run time only the NVIDIA driver is needed.
+//!
+//! ```no_run
+//! use warpforge::{Device, Warpforge};
+//! # fn main() -> Result<(), warpforge::Error> {
+//! let device = Device::new(0)?;                 // a clean error without driver or GPU
+//! let wf = Warpforge::new(&device)?;            // loads the PTX for this GPU's arch
+//! let stream = device.stream();
+//! let x = stream.clone_htod(&[1.0f32, 2.0, 3.0]).map_err(warpforge::Error::from_driver)?;
+//! let mut y = stream.clone_htod(&[10.0f32, 20.0, 30.0]).map_err(warpforge::Error::from_driver)?;
+//! wf.saxpy(stream, 2.0, &x, &mut y)?;           // y = 2·x + y
+//! # Ok(()) }
+//! ```
+//!
+//! For a kernel author: the same runtime ([`host`]) launches kernels from your own `no_std`
+//! device crate, built by `warpforge-builder` from your build.rs (see `examples/custom-kernel`).
+
+pub mod kernels;
+pub mod ptx;
+
+pub use kernels::Warpforge;
+pub use warpforge_abi as abi;
+pub use warpforge_host as host;
+pub use warpforge_host::{Device, DeviceAttributes, Error, GridPlan, Result};
+pub use warpforge_logic as logic;
+
+/// Helpers on [`Error`] for callers that use cudarc directly.
+pub trait ErrorExt {
+    /// Wraps a cudarc driver error from a call the caller made.
+    fn from_driver(e: cudarc::driver::DriverError) -> Error;
+}
+
+impl ErrorExt for Error {
+    fn from_driver(source: cudarc::driver::DriverError) -> Error {
+        Error::Driver { call: "cudarc", source }
+    }
+}

@@ -176,7 +176,6 @@ fn expand(attrs: KernelAttrs, mut func: ItemFn) -> syn::Result<proc_macro2::Toke
 
         /// Launch attributes of the kernel above, read and removed by the warpforge builder.
         #[unsafe(no_mangle)]
-        #[used]
         pub static #attrs_static: [u8; #spec_len] = *#spec_bytes;
 
         #[allow(dead_code, non_snake_case)]

@@ -1,0 +1,260 @@
+//! Checked kernel launches (plain and cluster) through `cuLaunchKernelEx`.
+//!
+//! A launch is the unsafe boundary of the whole stack: the driver copies raw parameter bytes
+//! and the kernel dereferences whatever pointers it is given. Everything that can be checked
+//! on the host is checked first — parameter count, block shape against `.reqntid`/`.maxntid`,
+//! dynamic shared memory against the device's opt-in limit, cluster shape against
+//! `.reqnctapercluster` and the grid — and refused with [`Error::LaunchContract`].
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+
+use crate::error::{DriverContext, Error, Result};
+use crate::module::Kernel;
+
+/// Dynamic shared memory a block may use without opting in.
+pub const DEFAULT_DYNAMIC_SMEM_LIMIT: u32 = 48 * 1024;
+/// Largest cluster the hardware guarantees (larger ones need the non-portable opt-in).
+pub const MAX_PORTABLE_CLUSTER_SIZE: u32 = 8;
+
+/// Grid, block, shared memory and cluster shape of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks per grid dimension.
+    pub grid: [u32; 3],
+    /// Threads per block dimension.
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block, bytes.
+    pub dynamic_smem: u32,
+    /// Cluster shape, if a cluster launch.
+    pub cluster: Option<[u32; 3]>,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch of `grid` blocks of `block` threads, no shared memory, no cluster.
+    pub const fn linear(grid: u32, block: u32) -> Self {
+        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_smem: 0, cluster: None }
+    }
+
+    /// With `bytes` of dynamic shared memory.
+    pub const fn with_dynamic_smem(mut self, bytes: u32) -> Self {
+        self.dynamic_smem = bytes;
+        self
+    }
+
+    /// As a cluster launch of shape `cluster`.
+    pub const fn with_cluster(mut self, cluster: [u32; 3]) -> Self {
+        self.cluster = Some(cluster);
+        self
+    }
+
+    /// Threads per block.
+    pub const fn threads_per_block(&self) -> u64 {
+        self.block[0] as u64 * self.block[1] as u64 * self.block[2] as u64
+    }
+}
+
+/// A 128-byte, 64-byte-aligned slot: room for any parameter, including a `CUtensorMap`.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct ParamSlot([u8; 128]);
+
+/// Kernel parameters in declaration order, copied into stable storage for the driver.
+#[derive(Default)]
+pub struct KernelArgs {
+    slots: Vec<Box<ParamSlot>>,
+}
+
+impl KernelArgs {
+    /// No parameters yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends a plain-data parameter (a scalar, a `#[repr(C)]` struct, a tensor map).
+    pub fn push<T: KernelParam>(&mut self, value: T) -> &mut Self {
+        let mut slot = Box::new(ParamSlot([0; 128]));
+        let size = std::mem::size_of::<T>();
+        assert!(size <= 128, "a kernel parameter is at most 128 bytes");
+        // SAFETY: `T: KernelParam` has no padding-dependent invariants; `size <= 128` bytes are copied
+        // into the slot, which does not overlap `value`.
+        unsafe { std::ptr::copy_nonoverlapping(&value as *const T as *const u8, slot.0.as_mut_ptr(), size) };
+        self.slots.push(slot);
+        self
+    }
+
+    /// Appends the device address of a buffer the kernel only reads.
+    ///
+    /// The address is taken on `stream`; the caller keeps the buffer alive until the launch
+    /// completes (cudarc's event tracking orders later frees after it).
+    pub fn push_buffer<T>(&mut self, buffer: &impl DevicePtr<T>, stream: &CudaStream) -> &mut Self {
+        let (ptr, _sync) = buffer.device_ptr(stream);
+        self.push(ptr)
+    }
+
+    /// Appends the device address of a buffer the kernel writes.
+    pub fn push_buffer_mut<T>(&mut self, buffer: &mut impl DevicePtrMut<T>, stream: &CudaStream) -> &mut Self {
+        let (ptr, _sync) = buffer.device_ptr_mut(stream);
+        self.push(ptr)
+    }
+
+    /// Number of parameters.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True with no parameters.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    fn pointers(&mut self) -> Vec<*mut c_void> {
+        self.slots.iter_mut().map(|s| s.0.as_mut_ptr() as *mut c_void).collect()
+    }
+}
+
+/// A value that can be copied byte-for-byte into a kernel parameter.
+///
+/// # Safety
+/// Implement only for primitive or `#[repr(C)]` types with no host references, whose every
+/// byte pattern is a value the kernel accepts, and whose size is at most 128 bytes.
+pub unsafe trait KernelParam: Copy + 'static {}
+
+macro_rules! kernel_param {
+    ($($t:ty),*) => {$(
+        // SAFETY: primitive numeric type.
+        unsafe impl KernelParam for $t {}
+    )*};
+}
+kernel_param!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, half::bf16, half::f16);
+// SAFETY: 128 opaque bytes written by the driver.
+unsafe impl KernelParam for warpforge_abi::TensorMap {}
+// SAFETY: #[repr(C)] struct of u32 fields.
+unsafe impl KernelParam for warpforge_abi::TileVisit {}
+
+impl Kernel {
+    /// Checks `config` against this kernel's launch contract and the device, without launching.
+    pub fn check_launch(&self, config: &LaunchConfig, arg_count: usize) -> Result<()> {
+        let refuse = |reason: String| Err(Error::LaunchContract { kernel: self.name().to_string(), reason });
+        let d = &self.directives;
+        if arg_count != d.param_count {
+            return refuse(format!("{arg_count} arguments given, the kernel takes {}", d.param_count));
+        }
+        if config.grid.contains(&0) || config.block.contains(&0) {
+            return refuse(format!("empty grid {:?} or block {:?}", config.grid, config.block));
+        }
+        if config.grid[1] > 65535 || config.grid[2] > 65535 {
+            return refuse(format!("grid {:?}: y and z are limited to 65535", config.grid));
+        }
+        let threads = config.threads_per_block();
+        if threads > self.device.max_threads_per_block as u64 {
+            return refuse(format!("{threads} threads per block exceed the device's {}", self.device.max_threads_per_block));
+        }
+        if let Some(req) = d.reqntid {
+            if config.block != req {
+                return refuse(format!("block {:?} but the kernel requires exactly {req:?} (.reqntid)", config.block));
+            }
+        }
+        if let Some(max) = d.maxntid {
+            let bound = max.iter().map(|&v| v as u64).product::<u64>();
+            if threads > bound {
+                return refuse(format!("{threads} threads per block exceed the kernel's bound {max:?} (.maxntid)"));
+            }
+        }
+        let static_smem = self.static_shared_bytes()?;
+        let limit = self.device.max_shared_per_block_optin.saturating_sub(static_smem);
+        if config.dynamic_smem > limit {
+            return refuse(format!(
+                "{} B of dynamic shared memory; the device allows {} B per block ({} B static already)",
+                config.dynamic_smem, limit, static_smem
+            ));
+        }
+        let cluster = match (config.cluster, d.reqnctapercluster) {
+            (Some(given), Some(required)) if given != required => {
+                return refuse(format!("cluster {given:?} but the kernel is compiled for {required:?}"));
+            }
+            (given, required) => given.or(required),
+        };
+        if d.explicit_cluster && cluster.is_none() {
+            return refuse("the kernel must be launched as a cluster (.explicitcluster)".into());
+        }
+        if let Some(c) = cluster {
+            if !self.device.cluster_launch {
+                return refuse("the device does not support cluster launches".into());
+            }
+            let size = c.iter().map(|&v| v as u64).product::<u64>();
+            if c.contains(&0) || size > MAX_PORTABLE_CLUSTER_SIZE as u64 {
+                return refuse(format!("cluster {c:?}: 1 to {MAX_PORTABLE_CLUSTER_SIZE} blocks per cluster"));
+            }
+            if (0..3).any(|i| config.grid[i] % c[i] != 0) {
+                return refuse(format!("grid {:?} is not a multiple of the cluster {c:?}", config.grid));
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches the kernel on `stream` after [`Kernel::check_launch`].
+    ///
+    /// # Safety
+    /// 1. `args` matches the kernel's parameter list in order, size and meaning.
+    /// 2. Every device pointer in `args` is valid for every access the kernel makes with the
+    ///    given launch shape, and stays valid until the kernel completes.
+    /// 3. No other work accesses written buffers concurrently, unless the kernel's contract
+    ///    allows it.
+    pub unsafe fn launch(&self, stream: &CudaStream, config: &LaunchConfig, args: &mut KernelArgs) -> Result<()> {
+        self.check_launch(config, args.len())?;
+        self.module.context.bind_to_thread().during("cuCtxSetCurrent")?;
+        self.opt_into_dynamic_smem(config.dynamic_smem)?;
+        let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::new();
+        if let Some([x, y, z]) = config.cluster {
+            // SAFETY: CUlaunchAttribute is a plain C struct/union; all-zero is a valid start.
+            let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+            a.value.clusterDim.x = x;
+            a.value.clusterDim.y = y;
+            a.value.clusterDim.z = z;
+            attrs.push(a);
+        }
+        let launch = sys::CUlaunchConfig {
+            gridDimX: config.grid[0],
+            gridDimY: config.grid[1],
+            gridDimZ: config.grid[2],
+            blockDimX: config.block[0],
+            blockDimY: config.block[1],
+            blockDimZ: config.block[2],
+            sharedMemBytes: config.dynamic_smem,
+            hStream: stream.cu_stream(),
+            attrs: attrs.as_mut_ptr(),
+            numAttrs: attrs.len() as u32,
+        };
+        let mut params = args.pointers();
+        // SAFETY: the function handle is live (its module is held by `self`); `launch` and the
+        // attribute array outlive the call; `params` points at `args.len()` slots, each holding
+        // a parameter of the kernel's declared size (caller's contract 1); the driver copies the
+        // parameter bytes before returning.
+        unsafe { sys::cuLaunchKernelEx(&launch, self.function, params.as_mut_ptr(), std::ptr::null_mut()) }
+            .result()
+            .during("cuLaunchKernelEx")
+    }
+
+    fn opt_into_dynamic_smem(&self, bytes: u32) -> Result<()> {
+        if bytes <= DEFAULT_DYNAMIC_SMEM_LIMIT || bytes <= self.opted_in_smem.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // SAFETY: live function handle; the value was checked against the device limit.
+        unsafe {
+            sys::cuFuncSetAttribute(
+                self.function,
+                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+        }
+        .result()
+        .during("cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")?;
+        self.opted_in_smem.fetch_max(bytes, Ordering::AcqRel);
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! Typed entry points to warpforge's kernels: argument checks, grid choice, launch.
+//!
+//! Each method validates what the kernel's safety contract needs (lengths, same context)
+//! and then launches; the `unsafe` launch is justified right there against that contract.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use warpforge_abi::{TileVisit, entries};
+use warpforge_host::{Device, Error, GridPlan, Kernel, KernelArgs, LaunchConfig, Module, Result};
+
+use crate::ptx;
+
+/// Threads per block of the element-wise kernels.
+const ELEMENTWISE_THREADS: u32 = 256;
+/// Resident element-wise blocks per SM the grid-stride loops are sized for.
+const ELEMENTWISE_BLOCKS_PER_SM: u32 = 8;
+/// Block size of `block_sum_f32` (fixed by its `.reqntid`).
+const BLOCK_SUM_THREADS: u32 = 256;
+/// Block size of `persistent_static_visit` (fixed by its `.reqntid`).
+const VISIT_THREADS: u32 = 128;
+
+/// Element types `saxpy` supports (f32 arithmetic, storage in `Self`).
+pub trait SaxpyElement: cudarc::driver::DeviceRepr + Copy + 'static {
+    /// Kernel entry for this dtype.
+    const KERNEL: &'static str;
+}
+impl SaxpyElement for f32 {
+    const KERNEL: &'static str = entries::SAXPY_F32;
+}
+impl SaxpyElement for half::bf16 {
+    const KERNEL: &'static str = entries::SAXPY_BF16;
+}
+impl SaxpyElement for half::f16 {
+    const KERNEL: &'static str = entries::SAXPY_F16;
+}
+
+/// warpforge's kernels loaded on one device.
+#[derive(Clone, Debug)]
+pub struct Warpforge {
+    module: Module,
+    sm_count: u32,
+}
+
+impl Warpforge {
+    /// Loads the embedded PTX for `device`'s arch (a clear error on any other GPU).
+    pub fn new(device: &Device) -> Result<Self> {
+        let module = Module::load(device, &ptx::SET)?;
+        Ok(Warpforge { module, sm_count: device.attributes().sm_count })
+    }
+
+    /// The loaded module.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    fn kernel(&self, name: &str) -> Result<Kernel> {
+        self.module.kernel(name)
+    }
+
+    fn elementwise_grid(&self, n: usize) -> u32 {
+        let blocks = n.div_ceil(ELEMENTWISE_THREADS as usize) as u64;
+        blocks.clamp(1, (self.sm_count * ELEMENTWISE_BLOCKS_PER_SM) as u64) as u32
+    }
+
+    /// `y = a·x + y`, element-wise. `x` and `y` must have the same length.
+    pub fn saxpy<T: SaxpyElement>(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: f32,
+        x: &impl DevicePtr<T>,
+        y: &mut impl DevicePtrMut<T>,
+    ) -> Result<()> {
+        let n = same_len("saxpy", &[x.len(), y.len()])?;
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = self.kernel(T::KERNEL)?;
+        let mut args = KernelArgs::new();
+        args.push(n as u64).push(a).push_buffer(x, stream).push_buffer_mut(y, stream);
+        let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
+        // SAFETY: parameters are (n, a, x, y) as the kernel declares; x and y hold n elements
+        // (checked above) and `y` is borrowed mutably, so it aliases nothing.
+        unsafe { kernel.launch(stream, &config, &mut args) }
+    }
+
+    /// `out = a + b`, element-wise f32.
+    pub fn vector_add_f32(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &impl DevicePtr<f32>,
+        b: &impl DevicePtr<f32>,
+        out: &mut impl DevicePtrMut<f32>,
+    ) -> Result<()> {
+        let n = same_len("vector_add_f32", &[a.len(), b.len(), out.len()])?;
+        if n == 0 {
+            return Ok(());
+        }
+        let kernel = self.kernel(entries::VECTOR_ADD_F32)?;
+        let mut args = KernelArgs::new();
+        args.push(n as u64).push_buffer(a, stream).push_buffer(b, stream).push_buffer_mut(out, stream);
+        let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
+        // SAFETY: parameters (n, a, b, out) as declared; all three hold n elements; `out` is
+        // borrowed mutably so it aliases neither input.
+        unsafe { kernel.launch(stream, &config, &mut args) }
+    }
+
+    /// Sum of `x`, reduced per block on the GPU (warp shuffles) and across blocks on the host
+    /// in f64. Synchronises `stream`.
+    pub fn sum_f32(&self, stream: &Arc<CudaStream>, x: &impl DevicePtr<f32>) -> Result<f64> {
+        let n = x.len();
+        if n == 0 {
+            return Ok(0.0);
+        }
+        let kernel = self.kernel(entries::BLOCK_SUM_F32)?;
+        let blocks = (n.div_ceil(BLOCK_SUM_THREADS as usize) as u64).clamp(1, 2 * self.sm_count as u64) as u32;
+        let mut partials = stream.alloc_zeros::<f32>(blocks as usize).map_err(driver("cuMemAlloc"))?;
+        let mut args = KernelArgs::new();
+        args.push(n as u64).push_buffer(x, stream).push_buffer_mut(&mut partials, stream);
+        let config = LaunchConfig::linear(blocks, BLOCK_SUM_THREADS);
+        // SAFETY: parameters (n, x, partials) as declared; `x` holds n elements and
+        // `partials` one f32 per block of the grid.
+        unsafe { kernel.launch(stream, &config, &mut args)? };
+        let host = stream.clone_dtoh(&partials).map_err(driver("cuMemcpyDtoH"))?;
+        Ok(host.iter().map(|&v| v as f64).sum())
+    }
+
+    /// Runs the persistent static-scheduler probe over a `tiles_m × tiles_n` tile grid on a
+    /// grid planned from the device's occupancy; returns the plan and the per-tile record.
+    /// Synchronises `stream`.
+    pub fn persistent_visit(&self, stream: &Arc<CudaStream>, tiles_m: u32, tiles_n: u32) -> Result<(GridPlan, Vec<TileVisit>)> {
+        let tiles = tiles_m as u64 * tiles_n as u64;
+        if tiles == 0 || tiles > u32::MAX as u64 {
+            return Err(Error::InvalidArgument(format!("tile grid {tiles_m}×{tiles_n} must hold 1..2^32 tiles")));
+        }
+        let kernel = self.kernel(entries::PERSISTENT_STATIC_VISIT)?;
+        let plan = kernel.plan_persistent(VISIT_THREADS, 0, None, tiles)?;
+        let mut visits = stream.alloc_zeros::<u32>(tiles as usize * 4).map_err(driver("cuMemAlloc"))?;
+        let mut args = KernelArgs::new();
+        args.push(tiles_m).push(tiles_n).push_buffer_mut(&mut visits, stream);
+        let config = LaunchConfig::linear(plan.blocks, VISIT_THREADS);
+        // SAFETY: parameters (tiles_m, tiles_n, visits) as declared; `visits` holds one zeroed
+        // 16-byte TileVisit per tile (4 u32 each).
+        unsafe { kernel.launch(stream, &config, &mut args)? };
+        let raw = stream.clone_dtoh(&visits).map_err(driver("cuMemcpyDtoH"))?;
+        let records = raw
+            .chunks_exact(4)
+            .map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] })
+            .collect();
+        Ok((plan, records))
+    }
+}
+
+fn same_len(op: &str, lens: &[usize]) -> Result<usize> {
+    let n = lens[0];
+    if lens.iter().any(|&l| l != n) {
+        return Err(Error::InvalidArgument(format!("{op}: buffers must have equal lengths, got {lens:?}")));
+    }
+    Ok(n)
+}
+
+fn driver(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
+    move |source| Error::Driver { call, source }
+}

@@ -1,0 +1,40 @@
+//! The PTX embedded in this crate, per arch, and how it was produced.
+//!
+//! Built by `build.rs` from `gpu-kernels/kernels` (inside this workspace, on the pinned
+//! nightly) or copied from the shipped `gpu-kernels/generated/` (everywhere else).
+
+use warpforge_host::PtxSet;
+pub use warpforge_host::module::Arch;
+
+/// sm_90a module (Hopper).
+pub const SM_90A: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.ptx"));
+/// sm_100a module (Blackwell; compile-verified, no Blackwell GPU has run it).
+pub const SM_100A: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a.ptx"));
+
+/// ptxas's resource report for the sm_90a module at build time (registers, spills per kernel).
+pub const SM_90A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.report.txt"));
+/// ptxas's resource report for the sm_100a module at build time.
+pub const SM_100A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a.report.txt"));
+
+/// `"built"` when this build compiled the kernels from source, `"shipped"` when it embedded
+/// the committed PTX.
+pub const ORIGIN: &str = env!("WARPFORGE_PTX_ORIGIN");
+
+/// Every embedded module.
+pub const SET: PtxSet = PtxSet::new().with(Arch::Sm90a, SM_90A).with(Arch::Sm100a, SM_100A);
+
+/// The embedded PTX of `arch`.
+pub const fn module(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Sm90a => SM_90A,
+        Arch::Sm100a => SM_100A,
+    }
+}
+
+/// The build-time ptxas report of `arch`.
+pub const fn report(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Sm90a => SM_90A_REPORT,
+        Arch::Sm100a => SM_100A_REPORT,
+    }
+}

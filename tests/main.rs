@@ -1,0 +1,11 @@
+//! warpforge's integration tests: one binary, one module per area.
+//!
+//! CPU tests run everywhere (`cargo test`). GPU tests are `#[ignore = "needs an NVIDIA GPU"]`
+//! and run on a GPU machine with `--include-ignored` (see `.ci/gpu-bundle`).
+
+mod common;
+
+mod builder;
+mod gpu_foundation;
+mod no_driver;
+mod shipped_ptx;
