@@ -27,7 +27,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(e.into()),
     };
     let a = device.attributes();
-    println!("\n{} (cc {}.{}), {} SMs, {} MiB L2", a.name, a.compute_capability.0, a.compute_capability.1, a.sm_count, a.l2_bytes >> 20);
+    println!(
+        "\n{} (cc {}.{}), {} SMs, {} MiB L2",
+        a.name,
+        a.compute_capability.0,
+        a.compute_capability.1,
+        a.sm_count,
+        a.l2_bytes >> 20
+    );
     let wf = Warpforge::new(&device)?;
     let stream = device.stream();
 

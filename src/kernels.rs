@@ -128,7 +128,12 @@ impl Warpforge {
     /// Runs the persistent static-scheduler probe over a `tiles_m × tiles_n` tile grid on a
     /// grid planned from the device's occupancy; returns the plan and the per-tile record.
     /// Synchronises `stream`.
-    pub fn persistent_visit(&self, stream: &Arc<CudaStream>, tiles_m: u32, tiles_n: u32) -> Result<(GridPlan, Vec<TileVisit>)> {
+    pub fn persistent_visit(
+        &self,
+        stream: &Arc<CudaStream>,
+        tiles_m: u32,
+        tiles_n: u32,
+    ) -> Result<(GridPlan, Vec<TileVisit>)> {
         let tiles = tiles_m as u64 * tiles_n as u64;
         if tiles == 0 || tiles > u32::MAX as u64 {
             return Err(Error::InvalidArgument(format!("tile grid {tiles_m}×{tiles_n} must hold 1..2^32 tiles")));
@@ -143,10 +148,8 @@ impl Warpforge {
         // 16-byte TileVisit per tile (4 u32 each).
         unsafe { kernel.launch(stream, &config, &mut args)? };
         let raw = stream.clone_dtoh(&visits).map_err(driver("cuMemcpyDtoH"))?;
-        let records = raw
-            .chunks_exact(4)
-            .map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] })
-            .collect();
+        let records =
+            raw.chunks_exact(4).map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] }).collect();
         Ok((plan, records))
     }
 }

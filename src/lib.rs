@@ -9,8 +9,8 @@
 //! let device = Device::new(0)?;                 // a clean error without driver or GPU
 //! let wf = Warpforge::new(&device)?;            // loads the PTX for this GPU's arch
 //! let stream = device.stream();
-//! let x = stream.clone_htod(&[1.0f32, 2.0, 3.0]).map_err(warpforge::Error::from_driver)?;
-//! let mut y = stream.clone_htod(&[10.0f32, 20.0, 30.0]).map_err(warpforge::Error::from_driver)?;
+//! let x = stream.clone_htod(&[1.0f32, 2.0, 3.0])?;
+//! let mut y = stream.clone_htod(&[10.0f32, 20.0, 30.0])?;
 //! wf.saxpy(stream, 2.0, &x, &mut y)?;           // y = 2·x + y
 //! # Ok(()) }
 //! ```
@@ -26,15 +26,3 @@ pub use warpforge_abi as abi;
 pub use warpforge_host as host;
 pub use warpforge_host::{Device, DeviceAttributes, Error, GridPlan, Result};
 pub use warpforge_logic as logic;
-
-/// Helpers on [`Error`] for callers that use cudarc directly.
-pub trait ErrorExt {
-    /// Wraps a cudarc driver error from a call the caller made.
-    fn from_driver(e: cudarc::driver::DriverError) -> Error;
-}
-
-impl ErrorExt for Error {
-    fn from_driver(source: cudarc::driver::DriverError) -> Error {
-        Error::Driver { call: "cudarc", source }
-    }
-}

@@ -100,7 +100,20 @@ fn persistent_static_schedule_visits_every_tile_exactly_once() {
     let blocks_per_sm = (attrs.max_threads_per_sm / 128).min(attrs.max_blocks_per_sm);
     let capacity = attrs.sm_count * blocks_per_sm;
     let sm = attrs.sm_count;
-    let shapes = [(1, 1), (1, 7), (11, 12), (1, sm), (1, sm + 1), (2, sm + 1), (16, 33), (1, capacity - 1), (1, capacity), (3, capacity + 5), (97, 89), (128, 256)];
+    let shapes = [
+        (1, 1),
+        (1, 7),
+        (11, 12),
+        (1, sm),
+        (1, sm + 1),
+        (2, sm + 1),
+        (16, 33),
+        (1, capacity - 1),
+        (1, capacity),
+        (3, capacity + 5),
+        (97, 89),
+        (128, 256),
+    ];
     for (tm, tn) in shapes {
         let (plan, visits) = wf.persistent_visit(stream, tm, tn).unwrap();
         let tiles = tm * tn;
@@ -113,7 +126,10 @@ fn persistent_static_schedule_visits_every_tile_exactly_once() {
             assert_eq!(v.iteration, linear / plan.blocks, "tile {linear} ran in the wrong iteration");
             assert!(v.sm < attrs.sm_count);
         }
-        eprintln!("persistent {tm}×{tn}: {tiles} tiles on {} blocks ({} per SM): every tile once", plan.blocks, plan.blocks_per_sm);
+        eprintln!(
+            "persistent {tm}×{tn}: {tiles} tiles on {} blocks ({} per SM): every tile once",
+            plan.blocks, plan.blocks_per_sm
+        );
     }
 }
 
@@ -136,7 +152,9 @@ fn launches_that_break_the_contract_are_refused_before_the_driver() {
     };
     assert!(refused(LaunchConfig::linear(1, 128), &mut args).contains(".reqntid"));
     assert!(refused(LaunchConfig::linear(1, 256).with_dynamic_smem(10 << 20), &mut args).contains("shared memory"));
-    assert!(refused(LaunchConfig::linear(3, 256).with_cluster([2, 1, 1]), &mut args).contains("multiple of the cluster"));
+    assert!(
+        refused(LaunchConfig::linear(3, 256).with_cluster([2, 1, 1]), &mut args).contains("multiple of the cluster")
+    );
     let mut short = KernelArgs::new();
     short.push(64u64);
     assert!(refused(LaunchConfig::linear(1, 256), &mut short).contains("arguments"));

@@ -53,3 +53,10 @@ pub unsafe fn add_f32(addr: *mut f32, value: f32) -> f32 {
     // SAFETY: forwarded.
     unsafe { raw::atom_add_f32(addr, value) }
 }
+
+/// Atomically adds `value` to the `u32` at `ptr` in shared memory; returns the old value.
+#[inline(always)]
+pub fn shared_fetch_add(ptr: crate::shared::SharedPtr<u32>, value: u32) -> u32 {
+    // SAFETY: a SharedPtr is an aligned address in this block's shared memory by construction.
+    unsafe { raw::atom_shared_add_u32(ptr.addr(), value) }
+}

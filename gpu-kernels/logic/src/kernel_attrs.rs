@@ -77,13 +77,8 @@ fn int(s: &str) -> Result<u32, AttrError> {
 
 fn dim3(s: &str) -> Result<[u32; 3], AttrError> {
     let mut out = [1u32; 3];
-    let mut n = 0;
-    for part in s.split(',') {
-        if n == 3 {
-            return Err(AttrError::BadValue);
-        }
-        out[n] = int(part)?;
-        n += 1;
+    for (n, part) in s.split(',').enumerate() {
+        *out.get_mut(n).ok_or(AttrError::BadValue)? = int(part)?;
     }
     Ok(out)
 }

@@ -10,14 +10,12 @@
 //!
 //! ```no_run
 //! // build.rs of a crate that ships its own kernels
-//! fn main() {
-//!     let modules = warpforge_builder::Builder::new("kernels")
-//!         .arch(warpforge_builder::Arch::Sm90a)
-//!         .build()
-//!         .unwrap_or_else(|e| panic!("{e}"));
-//!     for m in &modules {
-//!         println!("cargo:rustc-env=KERNELS_{}={}", m.arch.name().to_uppercase(), m.ptx_path.display());
-//!     }
+//! let modules = warpforge_builder::Builder::new("kernels")
+//!     .arch(warpforge_builder::Arch::Sm90a)
+//!     .build()
+//!     .unwrap_or_else(|e| panic!("{e}"));
+//! for m in &modules {
+//!     println!("cargo:rustc-env=KERNELS_{}={}", m.arch.name().to_uppercase(), m.ptx_path.display());
 //! }
 //! ```
 //!

@@ -81,12 +81,12 @@ pub fn find() -> Option<PathBuf> {
     }
     let probe = "import nvidia, os\nfor b in nvidia.__path__:\n  for s in ('cu13/bin/ptxas','cu12/bin/ptxas','cuda_nvcc/bin/ptxas'):\n    p=os.path.join(b,s)\n    if os.path.isfile(p): print(p); raise SystemExit(0)\nraise SystemExit(1)";
     for py in pythons {
-        if let Ok(out) = Command::new(&py).args(["-c", probe]).output() {
-            if out.status.success() {
-                let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-                if p.is_file() {
-                    return Some(p);
-                }
+        if let Ok(out) = Command::new(&py).args(["-c", probe]).output()
+            && out.status.success()
+        {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if p.is_file() {
+                return Some(p);
             }
         }
     }

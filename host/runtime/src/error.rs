@@ -9,7 +9,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// libcuda could not be loaded.
-    #[error("no NVIDIA driver found (libcuda.so could not be loaded): install the NVIDIA driver to run kernels; building needs none")]
+    #[error(
+        "no NVIDIA driver found (libcuda.so could not be loaded): install the NVIDIA driver to run kernels; building needs none"
+    )]
     NoDriver,
     /// The driver loaded but reports no GPU (or not the requested one).
     #[error("no CUDA device {ordinal} (the driver reports {count})")]
@@ -63,6 +65,13 @@ pub enum Error {
         /// The driver's error.
         source: DriverError,
     },
+}
+
+impl From<DriverError> for Error {
+    /// A driver error from a cudarc call the caller made (allocation, copy).
+    fn from(source: DriverError) -> Self {
+        Error::Driver { call: "cudarc", source }
+    }
 }
 
 /// Adds the name of the driver call to a cudarc result.

@@ -65,7 +65,7 @@ struct ParamSlot([u8; 128]);
 /// Kernel parameters in declaration order, copied into stable storage for the driver.
 #[derive(Default)]
 pub struct KernelArgs {
-    slots: Vec<Box<ParamSlot>>,
+    slots: Vec<ParamSlot>,
 }
 
 impl KernelArgs {
@@ -76,7 +76,7 @@ impl KernelArgs {
 
     /// Appends a plain-data parameter (a scalar, a `#[repr(C)]` struct, a tensor map).
     pub fn push<T: KernelParam>(&mut self, value: T) -> &mut Self {
-        let mut slot = Box::new(ParamSlot([0; 128]));
+        let mut slot = ParamSlot([0; 128]);
         let size = std::mem::size_of::<T>();
         assert!(size <= 128, "a kernel parameter is at most 128 bytes");
         // SAFETY: `T: KernelParam` has no padding-dependent invariants; `size <= 128` bytes are copied
@@ -151,12 +151,15 @@ impl Kernel {
         }
         let threads = config.threads_per_block();
         if threads > self.device.max_threads_per_block as u64 {
-            return refuse(format!("{threads} threads per block exceed the device's {}", self.device.max_threads_per_block));
+            return refuse(format!(
+                "{threads} threads per block exceed the device's {}",
+                self.device.max_threads_per_block
+            ));
         }
-        if let Some(req) = d.reqntid {
-            if config.block != req {
-                return refuse(format!("block {:?} but the kernel requires exactly {req:?} (.reqntid)", config.block));
-            }
+        if let Some(req) = d.reqntid
+            && config.block != req
+        {
+            return refuse(format!("block {:?} but the kernel requires exactly {req:?} (.reqntid)", config.block));
         }
         if let Some(max) = d.maxntid {
             let bound = max.iter().map(|&v| v as u64).product::<u64>();
@@ -189,7 +192,7 @@ impl Kernel {
             if c.contains(&0) || size > MAX_PORTABLE_CLUSTER_SIZE as u64 {
                 return refuse(format!("cluster {c:?}: 1 to {MAX_PORTABLE_CLUSTER_SIZE} blocks per cluster"));
             }
-            if (0..3).any(|i| config.grid[i] % c[i] != 0) {
+            if (0..3).any(|i| !config.grid[i].is_multiple_of(c[i])) {
                 return refuse(format!("grid {:?} is not a multiple of the cluster {c:?}", config.grid));
             }
         }

@@ -115,7 +115,8 @@ impl Module {
         let ptx = set.get(arch).ok_or_else(unsupported)?;
         let context = device.context().clone();
         context.bind_to_thread().during("cuCtxSetCurrent")?;
-        let handle = load_with_log(ptx).map_err(|(source, log)| Error::ModuleLoad { arch: arch.name(), source, log })?;
+        let handle =
+            load_with_log(ptx).map_err(|(source, log)| Error::ModuleLoad { arch: arch.name(), source, log })?;
         Ok(Module {
             inner: Arc::new(LoadedModule { context, handle }),
             arch,
@@ -220,10 +221,8 @@ fn load_with_log(ptx: &str) -> std::result::Result<sys::CUmodule, (DriverError, 
         (DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_IMAGE), "PTX contains a NUL byte".to_string())
     })?;
     let mut log = vec![0u8; LOG_BYTES];
-    let mut options = [
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
-        sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-    ];
+    let mut options =
+        [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     let mut values = [log.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
     let mut module: sys::CUmodule = std::ptr::null_mut();
     // SAFETY: `image` is a NUL-terminated PTX string; the option arrays have matching lengths

@@ -99,7 +99,9 @@ pub unsafe fn vote_sync_any(mask: u32, pred: bool) -> bool {
 pub unsafe fn match_any_sync(mask: u32, value: u32) -> u32 {
     let r: u32;
     // SAFETY: caller guarantees the masked lanes converge.
-    unsafe { asm!("match.any.sync.b32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack)) };
+    unsafe {
+        asm!("match.any.sync.b32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack))
+    };
     r
 }
 
