@@ -9,3 +9,4 @@ mod builder;
 mod gpu_foundation;
 mod no_driver;
 mod shipped_ptx;
+mod tidy;
