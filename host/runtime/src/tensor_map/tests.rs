@@ -133,3 +133,81 @@ fn errors_read_well() {
     let e = gemm_operand().swizzle(Swizzle::B32).validate(BASE, GEMM_BYTES).unwrap_err();
     assert_eq!(e.to_string(), "inner box row is 128 bytes, wider than the 32-byte swizzle span");
 }
+
+/// Whether the driver itself encodes `builder` at `address`, bypassing our checks.
+fn driver_accepts<T: TmaElement>(builder: &TensorMapBuilder<T>, address: u64) -> bool {
+    builder.encode_unchecked_address(address).is_ok()
+}
+
+/// Cross-checks the rules against the real driver: every request rejected here for a rule the
+/// driver enforces is rejected by the driver too, and each rule's boundary value is accepted
+/// by both (so no rule is stricter than the driver's).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn driver_agrees_with_the_rules() {
+    let ctx = cudarc::driver::CudaContext::new(0).expect("a CUDA device");
+    let stream = ctx.default_stream();
+    let buffer = stream.alloc_zeros::<bf16>(4096 * 4096).expect("32 MiB of device memory");
+
+    let map = gemm_operand().encode(&buffer, &stream).expect("valid GEMM operand map");
+    assert_ne!(map, TensorMap::ZEROED);
+    let short = buffer.slice(..4096 * 4095);
+    assert!(matches!(gemm_operand().encode(&short, &stream), Err(TensorMapError::OutOfBounds { .. })));
+
+    let (address, _access) = buffer.device_ptr(&stream);
+    let rejected: [(&str, bool); 11] = [
+        ("misaligned address", driver_accepts(&gemm_operand(), address + 8)),
+        ("zero dim", driver_accepts(&TensorMapBuilder::<u8>::new(&[16, 0], &[16, 1]), address)),
+        ("dim over 2^32", driver_accepts(&TensorMapBuilder::<u8>::new(&[MAX_GLOBAL_DIM + 1], &[16]), address)),
+        ("stride of 200 B", driver_accepts(&TensorMapBuilder::<bf16>::row_major_2d(10, 100, 100, 8, 64), address)),
+        (
+            "stride of 2^40",
+            driver_accepts(
+                &TensorMapBuilder::<u8>::new(&[16, 2], &[16, 2]).global_strides(&[GLOBAL_STRIDE_LIMIT]),
+                address,
+            ),
+        ),
+        ("box of 0", driver_accepts(&TensorMapBuilder::<bf16>::row_major_2d(512, 512, 512, 0, 64), address)),
+        ("box of 257", driver_accepts(&TensorMapBuilder::<bf16>::row_major_2d(512, 512, 512, 257, 64), address)),
+        ("8-byte inner box", driver_accepts(&TensorMapBuilder::<f32>::new(&[64, 64], &[2, 8]), address)),
+        (
+            "256-byte row, 128-byte swizzle",
+            driver_accepts(&TensorMapBuilder::<f32>::new(&[64, 64], &[64, 8]).swizzle(Swizzle::B128), address),
+        ),
+        (
+            "element stride 0",
+            driver_accepts(&TensorMapBuilder::<f32>::new(&[64, 64], &[4, 8]).element_strides(&[1, 0]), address),
+        ),
+        (
+            "element stride 9",
+            driver_accepts(&TensorMapBuilder::<f32>::new(&[64, 64], &[4, 8]).element_strides(&[9, 1]), address),
+        ),
+    ];
+    let accepted: [(&str, bool); 6] = [
+        ("GEMM operand", driver_accepts(&gemm_operand(), address)),
+        ("dim of 2^32", driver_accepts(&TensorMapBuilder::<u8>::new(&[MAX_GLOBAL_DIM], &[16]), address)),
+        (
+            "stride just below 2^40",
+            driver_accepts(
+                &TensorMapBuilder::<u8>::new(&[16, 2], &[16, 2]).global_strides(&[GLOBAL_STRIDE_LIMIT - 16]),
+                address,
+            ),
+        ),
+        ("box of 256", driver_accepts(&TensorMapBuilder::<bf16>::row_major_2d(512, 512, 512, 256, 64), address)),
+        (
+            "64-byte row, 64-byte swizzle",
+            driver_accepts(&TensorMapBuilder::<bf16>::new(&[64, 64], &[32, 8]).swizzle(Swizzle::B64), address),
+        ),
+        (
+            "element stride 8",
+            driver_accepts(&TensorMapBuilder::<f32>::new(&[64, 64], &[4, 8]).element_strides(&[8, 2]), address),
+        ),
+    ];
+    let disagreements: Vec<&str> = rejected
+        .iter()
+        .filter(|(_, driver_ok)| *driver_ok)
+        .chain(accepted.iter().filter(|(_, driver_ok)| !*driver_ok))
+        .map(|(name, _)| *name)
+        .collect();
+    assert!(disagreements.is_empty(), "driver disagrees on: {disagreements:?}");
+}
