@@ -26,8 +26,8 @@
 //! - `q = 0`: less than one wave, all tiles are stream-K;
 //! - otherwise the last full wave and the partial wave, `W + r` tiles, are stream-K and the
 //!   first `(q − 1)·W` tiles are data-parallel. Each worker then gets between one and two
-//!   tiles of stream-K work: at least a full tile's iterations to amortise its fix-up, and a
-//!   tile split over at most three workers.
+//!   tiles of stream-K work: at least a full tile's iterations to amortise its fix-up, so a
+//!   tile is split between at most two workers (one partial, one finaliser).
 //!
 //! Each worker runs its stream-K units first, then its data-parallel tiles round robin, so
 //! every worker starts its stream-K range at the same moment and the fix-up waits are short.
@@ -341,6 +341,12 @@ mod tests {
             };
             prop_assert_eq!(s.stream_k_tiles(), expected);
             prop_assert!(s.stream_k_tiles() < 2 * workers);
+            if tiles >= workers {
+                for tile in 0..tiles {
+                    let (first, last) = s.contributors(tile).unwrap();
+                    prop_assert!(last - first <= 1, "tile {} split over workers {}..={}", tile, first, last);
+                }
+            }
         }
     }
 

@@ -222,23 +222,10 @@ mod tests {
         // 5 × 3 grid, bands of 2 rows: band 0 is rows 0–1, band 1 rows 2–3, band 2 is row 4 alone.
         let r = Rasterization::new(5, 3, 2, Raster::AlongM);
         let order: std::vec::Vec<(u32, u32)> = (0..15).map(|i| r.coord(i).map(|t| (t.m, t.n)).unwrap()).collect();
-        let expected = [
-            (0, 0),
-            (1, 0),
-            (0, 1),
-            (1, 1),
-            (0, 2),
-            (1, 2),
-            (2, 0),
-            (3, 0),
-            (2, 1),
-            (3, 1),
-            (2, 2),
-            (3, 2),
-            (4, 0),
-            (4, 1),
-            (4, 2),
-        ];
+        let band_0 = [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (1, 2)];
+        let band_1 = [(2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2)];
+        let band_2 = [(4, 0), (4, 1), (4, 2)];
+        let expected: std::vec::Vec<(u32, u32)> = band_0.into_iter().chain(band_1).chain(band_2).collect();
         assert_eq!(order, expected);
     }
 
