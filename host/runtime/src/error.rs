@@ -57,6 +57,9 @@ pub enum Error {
     /// A caller argument is invalid (shape, length, alignment, dtype).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A tensor map could not be built (a TMA rule or the driver refused it).
+    #[error("tensor map: {0}")]
+    TensorMap(#[from] crate::tensor_map::TensorMapError),
     /// A driver call failed.
     #[error("CUDA driver call `{call}` failed: {source}")]
     Driver {

@@ -13,6 +13,8 @@
 //!   launch contract (block shape, shared memory, cluster shape) before the one unsafe driver
 //!   call, `cuLaunchKernelEx`, which covers plain and cluster launches alike.
 //! * [`planner`] — persistent-grid sizing from SM count, occupancy and max active clusters.
+//! * [`tensor_map`] — TMA descriptors over `cuTensorMapEncodeTiled`, every driver rule checked
+//!   before the call.
 //!
 //! Every fallible call returns [`Error`], whose messages say what to do.
 
@@ -22,6 +24,7 @@ pub mod launch;
 pub mod module;
 pub mod planner;
 pub mod ptx_info;
+pub mod tensor_map;
 
 pub use cudarc;
 pub use device::{Device, DeviceAttributes};
@@ -29,3 +32,4 @@ pub use error::{Error, Result};
 pub use launch::{KernelArgs, KernelParam, LaunchConfig};
 pub use module::{Kernel, Module, PtxSet};
 pub use planner::{GridPlan, plan_persistent_grid};
+pub use tensor_map::{TensorMapBuilder, TensorMapError, TmaElement};

@@ -3,6 +3,19 @@
 //! A persistent kernel launches at most as many workers as the GPU holds at once and loops; the
 //! scheduler maps (worker, iteration) to a tile. Every scheduler here is pure arithmetic on
 //! `u32`, shared by kernels and host tests, and must cover every tile exactly once.
+//!
+//! - [`StaticScheduler`] (here): row-major round robin, the baseline.
+//! - [`swizzled`]: the same round robin over a grouped ("group-M") rasterisation for L2 reuse.
+//! - [`dynamic`]: tiles claimed from an atomic counter (Hopper's stand-in for Blackwell's
+//!   cluster launch control), same rasterisation.
+//! - [`stream_k`]: stream-K and the data-parallel + stream-K hybrid, which split the K loop
+//!   of some tiles across workers to fill a partial last wave.
+//! - [`heuristic`]: the [`heuristic::Scheduler`] choice and the function that picks one.
+
+pub mod dynamic;
+pub mod heuristic;
+pub mod stream_k;
+pub mod swizzled;
 
 /// One output tile, by its coordinates in the tile grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

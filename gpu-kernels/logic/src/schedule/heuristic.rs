@@ -1,0 +1,154 @@
+//! Which tile scheduler a persistent GEMM-like kernel should use for a given problem.
+//!
+//! The choice depends on three numbers: how many output tiles there are, how many workers the
+//! GPU runs at once (SMs, or clusters), and how long each tile's K loop is. The rule, in order:
+//! 1. Tiles of uneven cost ([`TileCost::Varying`]) → [`Scheduler::Dynamic`]: only run-time
+//!    claiming balances work that is not known in advance.
+//! 2. Data-parallel waves are efficient enough (the last wave fills the machine to at least
+//!    [`DP_MIN_WAVE_EFFICIENCY_PERCENT`] of all wave slots), or a tile has fewer than
+//!    [`STREAM_K_MIN_K_ITERS`] iterations to split → data-parallel: [`Scheduler::Static`] when
+//!    the whole grid runs in one wave (order cannot matter for L2), otherwise
+//!    [`Scheduler::Swizzled`], banded across the longer side of the grid.
+//! 3. Otherwise stream-K: [`StreamKMode::Pure`] when there is less than one wave of tiles, the
+//!    [`StreamKMode::Hybrid`] when there are full waves to keep data-parallel. If the stream-K
+//!    iteration space would not fit `u32`, fall back to data-parallel.
+
+use super::stream_k::{StreamKMode, StreamKScheduler};
+use super::swizzled::Raster;
+
+/// Data-parallel is kept while `tiles / (waves · workers)` is at least this many percent:
+/// above it, the idle tail is smaller than the fix-up traffic stream-K would add.
+pub const DP_MIN_WAVE_EFFICIENCY_PERCENT: u64 = 90;
+
+/// Splitting a K loop shorter than this costs more in partial-tile traffic than it saves.
+pub const STREAM_K_MIN_K_ITERS: u32 = 4;
+
+/// Band width of the grouped rasterisation (Triton's usual `GROUP_M`): eight tile-rows of A
+/// stay in L2 while a wave sweeps the columns of B.
+pub const SWIZZLE_GROUP: u32 = 8;
+
+/// Whether every tile costs the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TileCost {
+    /// Dense GEMM: every tile runs the same K loop.
+    Uniform,
+    /// Causal attention, grouped GEMM with ragged groups, …
+    Varying,
+}
+
+/// A tile-scheduler choice, with the parameters the kernel needs to build it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scheduler {
+    /// [`super::StaticScheduler`]: row-major round robin.
+    Static,
+    /// [`super::swizzled::SwizzledScheduler`] with this band width and orientation.
+    Swizzled {
+        /// Band width in tiles.
+        group: u32,
+        /// Band orientation.
+        raster: Raster,
+    },
+    /// [`super::dynamic::DynamicScheduler`] over this grouped rasterisation.
+    Dynamic {
+        /// Band width in tiles.
+        group: u32,
+        /// Band orientation.
+        raster: Raster,
+    },
+    /// [`super::stream_k::StreamKScheduler`] in this mode.
+    StreamK(StreamKMode),
+}
+
+/// Bands across the longer side: a wave then spans `group` short-side tiles and many long-side
+/// ones, the squarest block available.
+const fn banding(tiles_m: u32, tiles_n: u32) -> (u32, Raster) {
+    let (raster, banded) = if tiles_n >= tiles_m { (Raster::AlongM, tiles_m) } else { (Raster::AlongN, tiles_n) };
+    (if banded < SWIZZLE_GROUP { banded } else { SWIZZLE_GROUP }, raster)
+}
+
+/// Picks the scheduler for a `tiles_m × tiles_n` tile grid with `k_iters_per_tile` main-loop
+/// iterations per tile on `workers` concurrent workers (0 counts as 1). See the module doc.
+pub const fn choose_scheduler(
+    tiles_m: u32,
+    tiles_n: u32,
+    k_iters_per_tile: u32,
+    workers: u32,
+    cost: TileCost,
+) -> Scheduler {
+    let workers = if workers == 0 { 1 } else { workers };
+    let (group, raster) = banding(tiles_m, tiles_n);
+    if let TileCost::Varying = cost {
+        return Scheduler::Dynamic { group, raster };
+    }
+    // u64: a u32 × u32 product cannot overflow it.
+    let tiles = tiles_m as u64 * tiles_n as u64;
+    let waves = tiles.div_ceil(workers as u64);
+    let efficient = tiles * 100 >= DP_MIN_WAVE_EFFICIENCY_PERCENT * waves * workers as u64;
+    let data_parallel = if tiles <= workers as u64 { Scheduler::Static } else { Scheduler::Swizzled { group, raster } };
+    if efficient || k_iters_per_tile < STREAM_K_MIN_K_ITERS || tiles > u32::MAX as u64 {
+        return data_parallel;
+    }
+    let mode = if tiles < workers as u64 { StreamKMode::Pure } else { StreamKMode::Hybrid };
+    match StreamKScheduler::try_new(tiles as u32, k_iters_per_tile, workers, mode) {
+        Some(_) => Scheduler::StreamK(mode),
+        None => data_parallel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const H200_SMS: u32 = 132;
+
+    fn check(tiles_m: u32, tiles_n: u32, k: u32, expected: Scheduler) {
+        assert_eq!(
+            choose_scheduler(tiles_m, tiles_n, k, H200_SMS, TileCost::Uniform),
+            expected,
+            "{tiles_m}×{tiles_n}, k {k}"
+        );
+    }
+
+    #[test]
+    fn choices_on_an_h200() {
+        // 256 tiles = 2 waves at 97 %: data-parallel, banded along M of a square grid.
+        check(16, 16, 64, Scheduler::Swizzled { group: 8, raster: Raster::AlongM });
+        // Tall grid: bands across N.
+        check(64, 4, 64, Scheduler::Swizzled { group: 4, raster: Raster::AlongN });
+        // 128 tiles in one wave at 97 %: order is irrelevant.
+        check(8, 16, 64, Scheduler::Static);
+        // 100 tiles, one wave at 76 %: split K over all SMs.
+        check(10, 10, 64, Scheduler::StreamK(StreamKMode::Pure));
+        // 144 tiles = one full wave + 12: hybrid.
+        check(12, 12, 64, Scheduler::StreamK(StreamKMode::Hybrid));
+        // Same shapes with a K loop too short to split stay data-parallel.
+        check(10, 10, 2, Scheduler::Static);
+        check(12, 12, 3, Scheduler::Swizzled { group: 8, raster: Raster::AlongM });
+    }
+
+    #[test]
+    fn varying_cost_is_dynamic() {
+        assert_eq!(
+            choose_scheduler(3, 40, 8, H200_SMS, TileCost::Varying),
+            Scheduler::Dynamic { group: 3, raster: Raster::AlongM }
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn the_choice_can_always_be_built(
+            tm in 0u32..5000, tn in 0u32..5000, k in 0u32..100_000, workers in 0u32..1000,
+        ) {
+            match choose_scheduler(tm, tn, k, workers, TileCost::Uniform) {
+                Scheduler::StreamK(mode) => {
+                    prop_assert!(k >= STREAM_K_MIN_K_ITERS);
+                    prop_assert!(StreamKScheduler::try_new(tm * tn, k, workers, mode).is_some());
+                }
+                Scheduler::Swizzled { group, .. } => prop_assert!((1..=SWIZZLE_GROUP).contains(&group)),
+                Scheduler::Static => prop_assert!(tm * tn <= workers.max(1), "static only for a single wave"),
+                Scheduler::Dynamic { .. } => prop_assert!(false, "uniform cost never picks dynamic"),
+            }
+        }
+    }
+}
