@@ -111,7 +111,7 @@ fn every_unsafe_block_says_why() {
                 continue;
             }
             // The justification sits on the lines just above (or on a wrapped statement start).
-            let window = &lines[i.saturating_sub(4)..i];
+            let window = &lines[i.saturating_sub(8)..i];
             if !window.iter().any(|l| l.contains("SAFETY:")) {
                 missing.push(format!("{path}:{}", i + 1));
             }
