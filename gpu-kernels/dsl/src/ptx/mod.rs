@@ -8,6 +8,7 @@
 
 pub mod atomic;
 pub mod bar;
+pub mod cluster;
 pub mod cvt;
 pub mod fence;
 pub mod mbarrier;
@@ -16,3 +17,6 @@ pub mod smem;
 pub mod sreg;
 pub mod tma;
 pub mod warp;
+pub mod warpgroup;
+#[path = "generated/wgmma.rs"]
+pub mod wgmma;
