@@ -7,5 +7,7 @@
 #![feature(abi_ptx)]
 
 pub mod elementwise;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod hopper_async_checks;
 pub mod persistent_visit;
 pub mod reduce;
