@@ -6,8 +6,11 @@
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
 
+pub mod fragment;
 pub mod kernel_attrs;
 pub mod schedule;
+pub mod swizzle;
+pub mod wgmma_desc;
 
 #[cfg(test)]
 extern crate std;

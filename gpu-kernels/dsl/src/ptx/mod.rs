@@ -8,9 +8,15 @@
 
 pub mod atomic;
 pub mod bar;
+pub mod cluster;
 pub mod cvt;
 pub mod fence;
+pub mod mbarrier;
 pub mod misc;
 pub mod smem;
 pub mod sreg;
+pub mod tma;
 pub mod warp;
+pub mod warpgroup;
+#[path = "generated/wgmma.rs"]
+pub mod wgmma;
