@@ -54,6 +54,11 @@ impl Warpforge {
         &self.module
     }
 
+    /// Streaming multiprocessors of the device.
+    pub fn sm_count(&self) -> u32 {
+        self.sm_count
+    }
+
     fn kernel(&self, name: &str) -> Result<Kernel> {
         self.module.kernel(name)
     }

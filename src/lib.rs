@@ -18,11 +18,14 @@
 //! For a kernel author: the same runtime ([`host`]) launches kernels from your own `no_std`
 //! device crate, built by `warpforge-builder` from your build.rs (see `examples/custom-kernel`).
 
+pub mod gemm;
 pub mod kernels;
 pub mod ptx;
 
+pub use gemm::{Epilogue, GemmProblem, Layout};
 pub use kernels::Warpforge;
 pub use warpforge_abi as abi;
+pub use warpforge_abi::Activation;
 pub use warpforge_host as host;
 pub use warpforge_host::{Device, DeviceAttributes, Error, GridPlan, Result};
 pub use warpforge_logic as logic;

@@ -23,6 +23,24 @@ impl TensorMap {
     pub const ZEROED: TensorMap = TensorMap { opaque: [0; 16] };
 }
 
+/// Tile shape and launch shape of the sm_90 GEMM kernels (host planning and device code agree).
+pub mod gemm_sm90 {
+    /// Rows of D per CTA tile.
+    pub const BLOCK_M: u32 = 128;
+    /// Columns of D per CTA tile.
+    pub const BLOCK_N: u32 = 256;
+    /// K per pipeline stage.
+    pub const BLOCK_K: u32 = 64;
+    /// Pipeline depth.
+    pub const STAGES: u32 = 4;
+    /// Threads per CTA: one producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 384;
+    /// Rows of A per TMA box (one consumer warpgroup's share of the tile).
+    pub const A_BOX_ROWS: u32 = 64;
+    /// Dynamic shared memory: the operand ring, its barriers, and alignment slack.
+    pub const SMEM_BYTES: u32 = STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + 2 * STAGES * 8 + 1024;
+}
+
 /// What the persistent-scheduler test kernel records per tile.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,4 +70,113 @@ pub mod entries {
     pub const BLOCK_SUM_F32: &str = "block_sum_f32";
     /// Persistent loop over a tile grid with the static scheduler, recording each visit.
     pub const PERSISTENT_STATIC_VISIT: &str = "persistent_static_visit";
+    /// Strided 16-bit copy into a GEMM operand layout.
+    pub const PACK_B16: &str = "pack_b16";
+    /// GEMM entries: `gemm_<input>_<output>_ws_persistent_sm90`.
+    pub const GEMM_BF16_BF16: &str = "gemm_bf16_bf16_ws_persistent_sm90";
+    /// bf16 inputs, f16 output.
+    pub const GEMM_BF16_F16: &str = "gemm_bf16_f16_ws_persistent_sm90";
+    /// bf16 inputs, f32 output.
+    pub const GEMM_BF16_F32: &str = "gemm_bf16_f32_ws_persistent_sm90";
+    /// f16 inputs, bf16 output.
+    pub const GEMM_F16_BF16: &str = "gemm_f16_bf16_ws_persistent_sm90";
+    /// f16 inputs, f16 output.
+    pub const GEMM_F16_F16: &str = "gemm_f16_f16_ws_persistent_sm90";
+    /// f16 inputs, f32 output.
+    pub const GEMM_F16_F32: &str = "gemm_f16_f32_ws_persistent_sm90";
+}
+
+/// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Activation {
+    /// Identity.
+    #[default]
+    None = 0,
+    /// `max(x, 0)`.
+    Relu = 1,
+    /// `x · sigmoid(x)`.
+    Silu = 2,
+    /// `0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))`.
+    GeluTanh = 3,
+}
+
+impl Activation {
+    /// The activation with discriminant `code` (unknown codes are the identity).
+    pub const fn from_code(code: u32) -> Self {
+        match code {
+            1 => Activation::Relu,
+            2 => Activation::Silu,
+            3 => Activation::GeluTanh,
+            _ => Activation::None,
+        }
+    }
+}
+
+/// Everything the GEMM kernels need besides the two operand tensor maps:
+/// `D = act(alpha·A·Bᵀ + beta·C + bias)` per batch, D and C row-major (M × N).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmParams {
+    /// Rows of D.
+    pub m: u32,
+    /// Columns of D.
+    pub n: u32,
+    /// Reduction length.
+    pub k: u32,
+    /// Batch count (≥ 1).
+    pub batch: u32,
+    /// Device address of D.
+    pub d: u64,
+    /// Device address of C, or 0 when `beta == 0`.
+    pub c: u64,
+    /// Device address of an f32 bias of length N, or 0.
+    pub bias: u64,
+    /// Row stride of D, elements.
+    pub ldd: u64,
+    /// Row stride of C, elements.
+    pub ldc: u64,
+    /// Batch stride of D, elements.
+    pub stride_d: u64,
+    /// Batch stride of C, elements.
+    pub stride_c: u64,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// Scale of C.
+    pub beta: f32,
+    /// [`Activation`] code.
+    pub activation: u32,
+    /// Rows of tiles per batch (`ceil(m / BLOCK_M)`).
+    pub tiles_m: u32,
+    /// Columns of tiles (`ceil(n / BLOCK_N)`).
+    pub tiles_n: u32,
+    /// Rasterisation band width, in tiles (grouped schedule for L2 reuse).
+    pub raster_group: u32,
+}
+
+/// Parameters of the strided copy used to bring GEMM operands into the K-major, 16-byte-pitched
+/// layout TMA reads: `dst[b][r][c] = src[b·src_batch + r·src_row + c·src_col]`, 2-byte elements.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackParams {
+    /// Rows of the destination.
+    pub rows: u64,
+    /// Columns of the destination.
+    pub cols: u64,
+    /// Batches.
+    pub batch: u64,
+    /// Source address.
+    pub src: u64,
+    /// Source stride between destination rows, elements.
+    pub src_row: u64,
+    /// Source stride between destination columns, elements.
+    pub src_col: u64,
+    /// Source stride between batches, elements.
+    pub src_batch: u64,
+    /// Destination address.
+    pub dst: u64,
+    /// Destination row pitch, elements.
+    pub dst_ld: u64,
+    /// Destination batch stride, elements.
+    pub dst_batch: u64,
 }

@@ -20,6 +20,7 @@
 
 pub mod atomic;
 pub mod cluster;
+pub mod math;
 pub mod mbarrier;
 pub mod num;
 pub mod pipeline;

@@ -141,3 +141,47 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, 
 impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> TmaLoad for SmemTile<T, ROWS, COLS, S> {
     const BYTES: u32 = Self::BYTES;
 }
+
+/// `STAGES` tiles of one type laid out back to back: the operand ring of a pipeline. Each
+/// stage's tile is found by arithmetic, so a runtime stage index never indexes an array (which
+/// would put the tiles' addresses in local memory).
+#[derive(Debug)]
+pub struct TileRing<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> {
+    first: SmemTile<T, ROWS, COLS, S>,
+}
+
+impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> Clone
+    for TileRing<T, ROWS, COLS, S, STAGES>
+{
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> Copy
+    for TileRing<T, ROWS, COLS, S, STAGES>
+{
+}
+
+impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize>
+    TileRing<T, ROWS, COLS, S, STAGES>
+{
+    const VALID: () = assert!(
+        SmemTile::<T, ROWS, COLS, S>::BYTES % SmemTile::<T, ROWS, COLS, S>::ALIGN == 0,
+        "back-to-back tiles stay aligned only if a tile is a whole number of alignment units"
+    );
+
+    /// Carves `STAGES` consecutive tiles.
+    #[inline(always)]
+    pub fn alloc(smem: &mut DynamicShared) -> Self {
+        let () = Self::VALID;
+        let first = SmemTile::<T, ROWS, COLS, S>::alloc(smem);
+        let _rest = smem.alloc::<T>(((STAGES - 1) * ROWS * COLS) as u32, 1);
+        TileRing { first }
+    }
+
+    /// The tile of `stage` (`stage < STAGES`).
+    #[inline(always)]
+    pub fn stage(&self, stage: u32) -> SmemTile<T, ROWS, COLS, S> {
+        SmemTile { ptr: self.first.ptr.add(stage * (ROWS * COLS) as u32), _layout: PhantomData }
+    }
+}

@@ -130,3 +130,21 @@ pub fn fence_proxy_async_global() {
     // SAFETY: a fence has no preconditions.
     unsafe { raw::fence_proxy_async_global() }
 }
+
+/// Loads the 3-D box at (`x`, `y`, `z`) into `dst` (a box of depth 1: `z` selects a batch),
+/// completing on `bar`.
+///
+/// # Safety
+/// As for [`load_2d`], with a 3-D map whose box is `COLS × ROWS × 1`.
+#[inline(always)]
+pub unsafe fn load_3d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    dst: &SmemTile<T, R, C, S>,
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    z: i32,
+    bar: &Mbarrier,
+) {
+    // SAFETY: forwarded to the caller; the tile is aligned for its swizzle by construction.
+    unsafe { raw::load_3d(dst.addr(), map, x, y, z, bar.addr()) }
+}

@@ -11,6 +11,7 @@ pub mod bar;
 pub mod cluster;
 pub mod cvt;
 pub mod fence;
+pub mod math;
 pub mod mbarrier;
 pub mod misc;
 pub mod smem;

@@ -1,0 +1,355 @@
+//! `D = act(alpha·A·B + beta·C + bias)` on Hopper tensor cores: the typed entry point, its
+//! argument checks, and the plan (operand layout, schedule, grid) for each call.
+//!
+//! Conventions: A is M × K, B is K × N, C and D are M × N row-major (`ldc`, `ldd` ≥ N), all per
+//! batch with batch strides. The kernel reads both operands K-major through TMA: A row-major
+//! and B column-major (B stored as N × K, the layout of a linear layer's weight) are read in
+//! place; any other layout, or a pitch TMA cannot address (not a multiple of 16 bytes), is
+//! first repacked on the GPU into a K-major scratch copy (one extra read and write of that
+//! operand; never a host copy). Inputs bf16 or f16, accumulation f32, output bf16, f16 or f32.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS};
+use warpforge_abi::{Activation, GemmParams, PackParams, entries};
+use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
+use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
+
+use crate::Warpforge;
+
+/// Storage order of a matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Rows contiguous; the leading dimension is the row stride.
+    RowMajor,
+    /// Columns contiguous; the leading dimension is the column stride.
+    ColMajor,
+}
+
+/// One GEMM call's shapes, layouts, strides and epilogue.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmProblem {
+    /// Rows of A and D.
+    pub m: usize,
+    /// Columns of B and D.
+    pub n: usize,
+    /// Columns of A, rows of B.
+    pub k: usize,
+    /// Independent problems (strided batch).
+    pub batch: usize,
+    /// Layout of A (M × K).
+    pub a_layout: Layout,
+    /// Layout of B (K × N).
+    pub b_layout: Layout,
+    /// Leading dimension of A, elements (0: packed).
+    pub lda: usize,
+    /// Leading dimension of B, elements (0: packed).
+    pub ldb: usize,
+    /// Row stride of C, elements (0: N).
+    pub ldc: usize,
+    /// Row stride of D, elements (0: N).
+    pub ldd: usize,
+    /// Batch strides of A, B, C, D, elements (0: packed).
+    pub batch_strides: [usize; 4],
+    /// Scale of A·B.
+    pub alpha: f32,
+    /// Scale of C (C is required when non-zero).
+    pub beta: f32,
+    /// Epilogue activation.
+    pub activation: Activation,
+}
+
+impl GemmProblem {
+    /// `D = A·B` with A row-major (M × K) and B column-major (stored N × K), packed.
+    pub fn new(m: usize, n: usize, k: usize) -> Self {
+        GemmProblem {
+            m,
+            n,
+            k,
+            batch: 1,
+            a_layout: Layout::RowMajor,
+            b_layout: Layout::ColMajor,
+            lda: 0,
+            ldb: 0,
+            ldc: 0,
+            ldd: 0,
+            batch_strides: [0; 4],
+            alpha: 1.0,
+            beta: 0.0,
+            activation: Activation::None,
+        }
+    }
+
+    /// Leading dimension of A as used (packed if 0).
+    pub fn lda(&self) -> usize {
+        or(self.lda, if self.a_layout == Layout::RowMajor { self.k } else { self.m })
+    }
+    /// Leading dimension of B as used.
+    pub fn ldb(&self) -> usize {
+        or(self.ldb, if self.b_layout == Layout::RowMajor { self.n } else { self.k })
+    }
+    /// Row stride of C as used.
+    pub fn ldc(&self) -> usize {
+        or(self.ldc, self.n)
+    }
+    /// Row stride of D as used.
+    pub fn ldd(&self) -> usize {
+        or(self.ldd, self.n)
+    }
+    /// Batch strides of A, B, C, D as used.
+    pub fn strides(&self) -> [usize; 4] {
+        let outer = |layout: Layout, ld: usize, row_major_rows: usize, col_major_cols: usize| match layout {
+            Layout::RowMajor => ld * row_major_rows,
+            Layout::ColMajor => ld * col_major_cols,
+        };
+        [
+            or(self.batch_strides[0], outer(self.a_layout, self.lda(), self.m, self.k)),
+            or(self.batch_strides[1], outer(self.b_layout, self.ldb(), self.k, self.n)),
+            or(self.batch_strides[2], self.ldc() * self.m),
+            or(self.batch_strides[3], self.ldd() * self.m),
+        ]
+    }
+}
+
+fn or(value: usize, default: usize) -> usize {
+    if value == 0 { default } else { value }
+}
+
+/// 16-bit GEMM input types.
+pub trait GemmInput: TmaElement + DeviceRepr + ValidAsZeroBits + Copy + 'static {
+    /// Name in kernel entries.
+    const NAME: &'static str;
+}
+impl GemmInput for half::bf16 {
+    const NAME: &'static str = "bf16";
+}
+impl GemmInput for half::f16 {
+    const NAME: &'static str = "f16";
+}
+
+/// GEMM output types.
+pub trait GemmOutput: DeviceRepr + Copy + 'static {
+    /// Name in kernel entries.
+    const NAME: &'static str;
+}
+impl GemmOutput for half::bf16 {
+    const NAME: &'static str = "bf16";
+}
+impl GemmOutput for half::f16 {
+    const NAME: &'static str = "f16";
+}
+impl GemmOutput for f32 {
+    const NAME: &'static str = "f32";
+}
+
+fn kernel_name(input: &str, output: &str) -> &'static str {
+    match (input, output) {
+        ("bf16", "bf16") => entries::GEMM_BF16_BF16,
+        ("bf16", "f16") => entries::GEMM_BF16_F16,
+        ("bf16", "f32") => entries::GEMM_BF16_F32,
+        ("f16", "bf16") => entries::GEMM_F16_BF16,
+        ("f16", "f16") => entries::GEMM_F16_F16,
+        _ => entries::GEMM_F16_F32,
+    }
+}
+
+/// Optional epilogue operands.
+pub struct Epilogue<'a, O> {
+    /// C (required when `beta != 0`).
+    pub c: Option<CudaView<'a, O>>,
+    /// Per-column f32 bias of length N.
+    pub bias: Option<CudaView<'a, f32>>,
+}
+
+impl<O> Default for Epilogue<'_, O> {
+    fn default() -> Self {
+        Epilogue { c: None, bias: None }
+    }
+}
+
+/// Span in elements that a (rows × cols, `ld`, layout) matrix batch occupies.
+fn span(layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize, batch: usize) -> u128 {
+    let (outer, inner) = if layout == Layout::RowMajor { (rows, cols) } else { (cols, rows) };
+    (batch as u128 - 1) * stride as u128 + (outer as u128 - 1) * ld as u128 + inner as u128
+}
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+    if cond { Ok(()) } else { Err(Error::InvalidArgument(msg())) }
+}
+
+impl Warpforge {
+    /// Runs `D = act(alpha·A·B + beta·C + bias)` on `stream`. See the module docs for layouts.
+    pub fn gemm<I: GemmInput, O: GemmOutput>(
+        &self,
+        stream: &Arc<CudaStream>,
+        problem: &GemmProblem,
+        a: &impl DevicePtr<I>,
+        b: &impl DevicePtr<I>,
+        epilogue: Epilogue<'_, O>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<()> {
+        let p = problem;
+        if self.module().arch() != Arch::Sm90a {
+            return Err(Error::InvalidArgument(format!(
+                "gemm runs on Hopper (sm_90a); this device loaded {} (the Blackwell GEMM is compile-verified only)",
+                self.module().arch().name()
+            )));
+        }
+        check(p.m >= 1 && p.n >= 1 && p.k >= 1 && p.batch >= 1, || format!("empty problem {p:?}"))?;
+        check(p.m < 1 << 31 && p.n < 1 << 31 && p.k < 1 << 31 && p.batch < 1 << 16, || {
+            "m, n, k must be < 2^31 and batch < 2^16".into()
+        })?;
+        let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
+        let [sa, sb, sc, sd] = p.strides();
+        let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
+        let b_inner = if p.b_layout == Layout::RowMajor { p.n } else { p.k };
+        check(lda >= a_inner, || format!("lda {lda} < {a_inner}"))?;
+        check(ldb >= b_inner, || format!("ldb {ldb} < {b_inner}"))?;
+        check(ldc >= p.n && ldd >= p.n, || format!("ldc {ldc} / ldd {ldd} < n {}", p.n))?;
+        let need_a = span(p.a_layout, p.m, p.k, lda, sa, p.batch);
+        let need_b = span(p.b_layout, p.k, p.n, ldb, sb, p.batch);
+        let need_d = span(Layout::RowMajor, p.m, p.n, ldd, sd, p.batch);
+        check(a.len() as u128 >= need_a, || format!("A holds {} elements, the problem reads {need_a}", a.len()))?;
+        check(b.len() as u128 >= need_b, || format!("B holds {} elements, the problem reads {need_b}", b.len()))?;
+        check(d.len() as u128 >= need_d, || format!("D holds {} elements, the problem writes {need_d}", d.len()))?;
+        if let Some(c) = &epilogue.c {
+            let need_c = span(Layout::RowMajor, p.m, p.n, ldc, sc, p.batch);
+            check(c.len() as u128 >= need_c, || format!("C holds {} elements, the problem reads {need_c}", c.len()))?;
+        } else {
+            check(p.beta == 0.0, || "beta != 0 needs C".into())?;
+        }
+        if let Some(bias) = &epilogue.bias {
+            check(bias.len() >= p.n, || format!("bias holds {} elements, N is {}", bias.len(), p.n))?;
+        }
+        check(p.alpha.is_finite() && p.beta.is_finite(), || "alpha and beta must be finite".into())?;
+
+        // Operands TMA can read in place, or K-major scratch copies.
+        let a_k_major = self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, lda, sa, p.batch)?;
+        let b_k_major = self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, ldb, sb, p.batch)?;
+        let a_map = a_k_major.map::<I>(stream, A_BOX_ROWS)?;
+        let b_map = b_k_major.map::<I>(stream, BLOCK_N)?;
+
+        let tiles_m = p.m.div_ceil(BLOCK_M as usize) as u32;
+        let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
+        let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
+        let kernel = self.module().kernel(kernel_name(I::NAME, O::NAME))?;
+        let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles)?;
+
+        let (d_ptr, _d_access) = d.device_ptr_mut(stream);
+        let c_access = epilogue.c.as_ref().map(|c| c.device_ptr(stream));
+        let bias_access = epilogue.bias.as_ref().map(|v| v.device_ptr(stream));
+        let params = GemmParams {
+            m: p.m as u32,
+            n: p.n as u32,
+            k: p.k as u32,
+            batch: p.batch as u32,
+            d: d_ptr,
+            c: if p.beta != 0.0 { c_access.as_ref().map_or(0, |(ptr, _)| *ptr) } else { 0 },
+            bias: bias_access.as_ref().map_or(0, |(ptr, _)| *ptr),
+            ldd: ldd as u64,
+            ldc: ldc as u64,
+            stride_d: sd as u64,
+            stride_c: sc as u64,
+            alpha: p.alpha,
+            beta: p.beta,
+            activation: p.activation as u32,
+            tiles_m,
+            tiles_n,
+            raster_group: raster_group(tiles_m * p.batch as u32, tiles_n),
+        };
+        let mut args = KernelArgs::new();
+        args.push(a_map).push(b_map).push(params);
+        let config = LaunchConfig::linear(plan.blocks, THREADS).with_dynamic_smem(SMEM_BYTES);
+        // SAFETY: the parameters are (A map, B map, GemmParams) as the entry declares. The maps
+        // were validated against the live A/B buffers (or scratch copies, kept alive until the
+        // stream reaches this launch: their drop is stream-ordered); D, C and bias were checked
+        // above to cover every element the problem addresses; `d` is borrowed mutably.
+        unsafe { kernel.launch(stream, &config, &mut args)? };
+        drop((a_k_major, b_k_major));
+        Ok(())
+    }
+
+    /// A K-major view of an operand with `rows` rows (M or N) of `k` elements: the caller's
+    /// buffer when TMA can read it (`k_major`, 16-byte pitch and batch stride, 16-byte base),
+    /// otherwise a packed scratch copy made on the GPU.
+    #[allow(clippy::too_many_arguments)]
+    fn k_major_operand<T: GemmInput>(
+        &self,
+        stream: &Arc<CudaStream>,
+        buf: &impl DevicePtr<T>,
+        k_major: bool,
+        rows: usize,
+        k: usize,
+        ld: usize,
+        stride: usize,
+        batch: usize,
+    ) -> Result<KMajor<T>> {
+        let (ptr, _access) = buf.device_ptr(stream);
+        let pitched = |elems: usize| (elems * 2).is_multiple_of(16);
+        if k_major && ptr.is_multiple_of(16) && pitched(ld) && (batch == 1 || pitched(stride)) {
+            let stride = if batch == 1 { ld * rows } else { stride };
+            return Ok(KMajor { ptr, len: buf.len(), rows, k, ld, stride, batch, _scratch: None });
+        }
+        // Destination pitch: K rounded up to 8 elements (16 bytes), zero-padded.
+        let dst_ld = k.div_ceil(8) * 8;
+        let dst_stride = dst_ld * rows;
+        let mut scratch = stream.alloc_zeros::<T>(dst_stride * batch)?;
+        let (src_row, src_col) = if k_major { (ld, 1) } else { (1, ld) };
+        let (dst_ptr, dst_access) = scratch.device_ptr_mut(stream);
+        let params = PackParams {
+            rows: rows as u64,
+            cols: k as u64,
+            batch: batch as u64,
+            src: ptr,
+            src_row: src_row as u64,
+            src_col: src_col as u64,
+            src_batch: stride as u64,
+            dst: dst_ptr,
+            dst_ld: dst_ld as u64,
+            dst_batch: dst_stride as u64,
+        };
+        drop(dst_access);
+        let kernel = self.module().kernel(entries::PACK_B16)?;
+        let total = (dst_stride * batch) as u64;
+        let blocks = total.div_ceil(256).clamp(1, 8 * self.sm_count() as u64) as u32;
+        let mut args = KernelArgs::new();
+        args.push(params);
+        // SAFETY: (PackParams) as declared; the source span was checked by the caller against
+        // the buffer's length for this layout; the destination holds batch·dst_stride elements.
+        unsafe { kernel.launch(stream, &LaunchConfig::linear(blocks, 256), &mut args)? };
+        let (ptr, len) = (dst_ptr, scratch.len());
+        Ok(KMajor { ptr, len, rows, k, ld: dst_ld, stride: dst_stride, batch, _scratch: Some(scratch) })
+    }
+}
+
+/// A K-major operand (rows × k per batch) at `ptr`, possibly owning its scratch buffer.
+struct KMajor<T> {
+    ptr: u64,
+    len: usize,
+    rows: usize,
+    k: usize,
+    ld: usize,
+    stride: usize,
+    batch: usize,
+    _scratch: Option<CudaSlice<T>>,
+}
+
+impl<T: GemmInput> KMajor<T> {
+    fn map<U: TmaElement>(&self, _stream: &Arc<CudaStream>, box_rows: u32) -> Result<warpforge_abi::TensorMap> {
+        let builder =
+            TensorMapBuilder::<T>::new(&[self.k as u64, self.rows as u64, self.batch as u64], &[BLOCK_K, box_rows, 1])
+                .global_strides(&[self.ld as u64 * 2, self.stride as u64 * 2])
+                .swizzle(Swizzle::B128);
+        // SAFETY: `ptr` addresses `len` elements of a live buffer (the caller's, borrowed for
+        // the whole `gemm` call, or our scratch, owned by `self`); the map is used only by the
+        // launch inside that call.
+        Ok(unsafe { builder.encode_raw(self.ptr, self.len as u64 * 2)? })
+    }
+}
+
+/// Band width (in tile rows) of the grouped schedule: bands of 8 tile rows keep one band's A
+/// rows and a sweep of B columns in L2 while it is swept; narrower grids use the whole height.
+fn raster_group(tiles_m: u32, _tiles_n: u32) -> u32 {
+    tiles_m.clamp(1, 8)
+}
