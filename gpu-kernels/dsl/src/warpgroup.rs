@@ -112,6 +112,30 @@ pub unsafe fn mma<Acc, TA, TB, const M: usize, const KA: usize, const N: usize, 
     }
 }
 
+/// `acc = a · b[k-step]ᵀ (+ acc if accumulate)` for one instruction K: A from registers (the
+/// RS form, fragment map in `logic::fragment`), B the `k_step`-th K-slice of an N × K tile.
+///
+/// # Safety
+/// As for [`mma`]; additionally `a` holds this thread's fragment of the 64 × K-step slice of A
+/// and `k_step < KB / TB::K`.
+#[inline(always)]
+pub unsafe fn mma_rs<Acc, TB, const N: usize, const KB: usize, SB>(
+    acc: &mut Acc,
+    a: &RegA,
+    b: &SmemTile<TB, N, KB, SB>,
+    k_step: u32,
+    accumulate: bool,
+) where
+    TB: WgmmaElement,
+    SB: SwizzleMode,
+    Acc: WgmmaRs<TB::Kind, TB::Kind>,
+{
+    const { assert!(N as u32 == Acc::N && KB % TB::K == 0, "B rows = accumulator N, whole K steps") };
+    let step = (TB::K * core::mem::size_of::<TB>()) as u32;
+    // SAFETY: forwarded to the caller; a K-major B takes trans = 0 and scale 1.
+    unsafe { acc.mma_rs::<1, 1, 0>(a, b.desc_k_major().advance(k_step * step).0, accumulate) };
+}
+
 /// Calls `f(row, col, value)` for every accumulator element this thread holds (the m64nN
 /// fragment map of REFERENCE §8.5): the way to write a tile out.
 ///

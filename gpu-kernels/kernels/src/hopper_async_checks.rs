@@ -10,9 +10,8 @@ use warpforge_dsl::cluster;
 use warpforge_dsl::kernel;
 use warpforge_dsl::mbarrier::{Mbarrier, Phase, fence_init};
 use warpforge_dsl::num::Bf16;
-use warpforge_dsl::pipeline::{Pipeline, PipelineState};
+use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
-use warpforge_dsl::sync::sync_threads;
 use warpforge_dsl::thread::{block_rank, lane_id, thread_rank, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::tma;
@@ -69,8 +68,9 @@ pub unsafe fn tma_load_swizzle_sm90a(#[grid_constant] map: &TensorMap, x: i32, y
         unsafe { bar.init(1) };
         fence_init();
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     if thread_rank() == 0 {
         // SAFETY: the barrier expects exactly the tile's bytes, which this one load delivers.
         unsafe {
@@ -108,8 +108,9 @@ pub unsafe fn tma_store_roundtrip_sm90a(
         unsafe { bar.init(1) };
         fence_init();
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     if thread_rank() == 0 {
         // SAFETY: one load of exactly the announced bytes.
         unsafe {
@@ -151,8 +152,9 @@ pub unsafe fn mbarrier_pipeline_sm90a(iters: u32, out: *mut u32) {
         // SAFETY: one thread; each of the 128 consumer threads releases every slot once per lap.
         unsafe { pipe.init(128) };
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     let mut state = PipelineState::<PIPELINE_STAGES>::START;
     if warpgroup_id() == 0 {
         // SAFETY: the whole warpgroup executes it; `max_registers = 168` fixes the entry count, and
@@ -210,12 +212,13 @@ pub unsafe fn wgmma_bf16_ss_sm90a(#[grid_constant] a_map: &TensorMap, #[grid_con
         unsafe { full.init(1) };
         fence_init();
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     if thread_rank() == 0 {
         // SAFETY: the two loads deliver exactly the bytes of (A, B).
         unsafe {
-            full.arrive_expect_tx(<(BoxTile, WgmmaBTile) as warpforge_dsl::pipeline::TmaLoad>::BYTES);
+            full.arrive_expect_tx(<(BoxTile, WgmmaBTile) as TmaLoad>::BYTES);
             tma::load_2d(&a, a_map, 0, 0, &full);
             tma::load_2d(&b, b_map, 0, 0, &full);
         }
@@ -299,7 +302,7 @@ pub unsafe fn tma_multicast_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i
         unsafe {
             bar.init(1);
             fence_init();
-            bar.arrive_expect_tx(2 * HalfBoxTile::BYTES);
+            bar.arrive_expect_tx(<(HalfBoxTile, HalfBoxTile) as TmaLoad>::BYTES);
         }
     }
     // SAFETY: every thread of both CTAs reaches it: both barriers are armed before any load.
@@ -350,8 +353,9 @@ pub unsafe fn wgmma_pipelined_bf16_sm90a(
         // SAFETY: one thread; every consumer thread releases each slot once per lap.
         unsafe { pipe.init(128) };
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     let mut state = PipelineState::<GEMM_CHECK_STAGES>::START;
     if warpgroup_id() == 0 {
         // SAFETY: the whole warpgroup; `max_registers = 168` fixes the entry count, and
