@@ -72,8 +72,8 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, 
             matches!(S::SWIZZLE, Swizzle::None) || Self::ROW_BYTES == S::SWIZZLE.span_bytes(),
             "a swizzled tile's rows are exactly one swizzle span"
         );
-        assert!(Self::ROW_BYTES % 16 == 0, "rows are whole 16-byte chunks (TMA box rule)");
-        assert!(ROWS % 8 == 0, "rows come in 8-row core-matrix groups");
+        assert!(Self::ROW_BYTES.is_multiple_of(16), "rows are whole 16-byte chunks (TMA box rule)");
+        assert!(ROWS.is_multiple_of(8), "rows come in 8-row core-matrix groups");
     };
 
     /// Carves the tile, aligned for its swizzle, from the dynamic shared memory.

@@ -9,7 +9,7 @@
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::kernel;
-use warpforge_dsl::ptx::wgmma::{self, Accumulator, RegA, WgmmaRs, WgmmaSs, dtype};
+use warpforge_dsl::ptx::wgmma::{self, RegA, WgmmaRs, WgmmaSs, dtype};
 use warpforge_dsl::ptx::{cluster, mbarrier, smem, sreg, tma, warpgroup};
 
 /// Raw register bits of an accumulator element.
