@@ -72,8 +72,8 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, 
             matches!(S::SWIZZLE, Swizzle::None) || Self::ROW_BYTES == S::SWIZZLE.span_bytes(),
             "a swizzled tile's rows are exactly one swizzle span"
         );
-        assert!(Self::ROW_BYTES % 16 == 0, "rows are whole 16-byte chunks (TMA box rule)");
-        assert!(ROWS % 8 == 0, "rows come in 8-row core-matrix groups");
+        assert!(Self::ROW_BYTES.is_multiple_of(16), "rows are whole 16-byte chunks (TMA box rule)");
+        assert!(ROWS.is_multiple_of(8), "rows come in 8-row core-matrix groups");
     };
 
     /// Carves the tile, aligned for its swizzle, from the dynamic shared memory.
@@ -142,46 +142,42 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> TmaLoad for 
     const BYTES: u32 = Self::BYTES;
 }
 
-/// `STAGES` tiles of one type laid out back to back: the operand ring of a pipeline. Each
-/// stage's tile is found by arithmetic, so a runtime stage index never indexes an array (which
-/// would put the tiles' addresses in local memory).
+/// `STAGES` tiles back to back, one per pipeline stage, selected by a runtime stage index
+/// without an indexed array (which would live in local memory).
 #[derive(Debug)]
-pub struct TileRing<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> {
+pub struct SmemTileRing<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> {
     first: SmemTile<T, ROWS, COLS, S>,
 }
 
 impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> Clone
-    for TileRing<T, ROWS, COLS, S, STAGES>
+    for SmemTileRing<T, ROWS, COLS, S, STAGES>
 {
     fn clone(&self) -> Self {
         *self
     }
 }
 impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> Copy
-    for TileRing<T, ROWS, COLS, S, STAGES>
+    for SmemTileRing<T, ROWS, COLS, S, STAGES>
 {
 }
 
 impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize>
-    TileRing<T, ROWS, COLS, S, STAGES>
+    SmemTileRing<T, ROWS, COLS, S, STAGES>
 {
-    const VALID: () = assert!(
-        SmemTile::<T, ROWS, COLS, S>::BYTES % SmemTile::<T, ROWS, COLS, S>::ALIGN == 0,
-        "back-to-back tiles stay aligned only if a tile is a whole number of alignment units"
-    );
-
-    /// Carves `STAGES` consecutive tiles.
+    /// Carves the `STAGES` tiles. Each tile is a whole number of swizzle atoms (8-row groups of
+    /// span-long rows), so every stage stays aligned.
     #[inline(always)]
     pub fn alloc(smem: &mut DynamicShared) -> Self {
-        let () = Self::VALID;
-        let first = SmemTile::<T, ROWS, COLS, S>::alloc(smem);
-        let _rest = smem.alloc::<T>(((STAGES - 1) * ROWS * COLS) as u32, 1);
-        TileRing { first }
+        let () = SmemTile::<T, ROWS, COLS, S>::VALID;
+        let ptr = smem.alloc::<T>((STAGES * ROWS * COLS) as u32, SmemTile::<T, ROWS, COLS, S>::ALIGN);
+        SmemTileRing { first: SmemTile { ptr, _layout: PhantomData } }
     }
 
-    /// The tile of `stage` (`stage < STAGES`).
+    /// The tile of stage `stage` (`< STAGES`).
     #[inline(always)]
     pub fn stage(&self, stage: u32) -> SmemTile<T, ROWS, COLS, S> {
-        SmemTile { ptr: self.first.ptr.add(stage * (ROWS * COLS) as u32), _layout: PhantomData }
+        let addr = self.first.addr() + stage * SmemTile::<T, ROWS, COLS, S>::BYTES;
+        // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
+        SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod fragment;
 pub mod kernel_attrs;
+pub mod pipeline_ring;
 pub mod schedule;
 pub mod swizzle;
 pub mod wgmma_desc;
