@@ -27,7 +27,7 @@ use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::sync_threads;
 use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
-use warpforge_dsl::tile::{SmemTile, Swizzle128B, TileRing};
+use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement, acc::Acc64x256F32};
 use warpforge_dsl::{tma, warp};
@@ -92,9 +92,9 @@ where
 {
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
-    let a_top = TileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
-    let a_bottom = TileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
-    let b_ring = TileRing::<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
+    let a_top = SmemTileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
+    let a_bottom = SmemTileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
+    let b_ring = SmemTileRing::<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
 
