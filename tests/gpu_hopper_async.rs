@@ -185,6 +185,7 @@ fn load_case(box_cols: u32) -> impl Strategy<Value = (u64, u32, u32, u32, i32, i
     })
 }
 
+/// Loads the drawn box with kernel `k` and compares every smem halfword with the swizzle model.
 fn check_tma_load(
     k: LoadKernel,
     (seed, rows, cols, pad, x, y): (u64, u32, u32, u32, i32, i32),

@@ -3,7 +3,8 @@
 //! fragment maps). Each kernel's doc states its launch, parameters and what the host checks.
 //!
 //! Shared tile type of the TMA checks: a 64 × 64 bf16 box (128-byte rows) under 128-byte
-//! swizzle, i.e. a tensor map with `boxDim = {64, 64}`, `SWIZZLE_128B`, dtype BFLOAT16.
+//! swizzle, i.e. a tensor map with `boxDim = {64, 64}`, `SWIZZLE_128B`, dtype BFLOAT16. The load
+//! check also comes in 32-byte, 64-byte and no-swizzle variants (one span-wide box each).
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::cluster;
