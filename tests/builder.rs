@@ -90,3 +90,31 @@ fn ptxas_assembles_every_embedded_module() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn every_raw_ptx_wrapper_assembles_for_its_arch() {
+    let require = std::env::var("WARPFORGE_REQUIRE_PTXAS").as_deref() == Ok("1");
+    let policy =
+        if require { warpforge_builder::PtxasPolicy::Require } else { warpforge_builder::PtxasPolicy::IfFound };
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/warpforge-coverage");
+    let modules =
+        warpforge_builder::Builder::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("gpu-kernels/coverage"))
+            .arch(warpforge_builder::Arch::Sm90a)
+            .target_dir(target)
+            .ptxas(policy)
+            .rerun_if_changed(false)
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+    for module in modules {
+        assert!(!module.entries.is_empty(), "{}: no coverage kernel", module.arch);
+        match module.ptxas {
+            Some(report) => {
+                for k in &report.kernels {
+                    assert_eq!(k.spill_stores + k.spill_loads, 0, "{}: {} spills", module.arch, k.name);
+                }
+                eprintln!("{}: {} coverage kernels assembled", module.arch, report.kernels.len());
+            }
+            None => eprintln!("SKIPPED ptxas for {}: no ptxas found", module.arch),
+        }
+    }
+}

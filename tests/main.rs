@@ -8,6 +8,7 @@ mod common;
 mod builder;
 mod gpu_foundation;
 mod gpu_gemm_smoke;
+mod gpu_hopper_async;
 mod no_driver;
 mod shipped_ptx;
 mod tidy;

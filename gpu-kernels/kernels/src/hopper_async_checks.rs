@@ -3,7 +3,8 @@
 //! fragment maps). Each kernel's doc states its launch, parameters and what the host checks.
 //!
 //! Shared tile type of the TMA checks: a 64 × 64 bf16 box (128-byte rows) under 128-byte
-//! swizzle, i.e. a tensor map with `boxDim = {64, 64}`, `SWIZZLE_128B`, dtype BFLOAT16.
+//! swizzle, i.e. a tensor map with `boxDim = {64, 64}`, `SWIZZLE_128B`, dtype BFLOAT16. The load
+//! check also comes in 32-byte, 64-byte and no-swizzle variants (one span-wide box each).
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::cluster;
@@ -13,7 +14,7 @@ use warpforge_dsl::num::Bf16;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
 use warpforge_dsl::thread::{block_rank, lane_id, thread_rank, warpgroup_id};
-use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
+use warpforge_dsl::tile::{NoSwizzle, SmemTile, SmemTileRing, Swizzle32B, Swizzle64B, Swizzle128B, SwizzleMode};
 use warpforge_dsl::tma;
 use warpforge_dsl::warpgroup::{self, Accumulator};
 
@@ -48,18 +49,21 @@ unsafe fn copy_smem_to_global(src: u32, bytes: u32, dst: *mut u32, threads: u32)
     }
 }
 
-/// (a) TMA 2-D load under 128-byte swizzle. Launch: 1 block × 128 threads,
-/// [`TMA_CHECK_SMEM_BYTES`] dynamic smem. `map`: bf16 tensor, box 64 × 64, SWIZZLE_128B;
-/// (`x`, `y`): box origin (elements, innermost first). `out`: 8192 bytes.
-/// Host checks: `out` byte `Swizzle::B128.offset(r, 2c)` holds element (y + r, x + c) of the
-/// tensor (zero where out of bounds).
+/// Body of the TMA load checks: loads the `ROWS × COLS` bf16 box at (`x`, `y`) into a tile under
+/// swizzle `S` and copies the tile's shared-memory bytes, as stored, to `out`.
 ///
 /// # Safety
-/// As described; `map` is a valid tensor map.
-#[kernel(threads = 128)]
-pub unsafe fn tma_load_swizzle_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i32, out: *mut u32) {
+/// The whole block (128 threads) calls it once; `map`'s box is `COLS × ROWS` bf16 with swizzle
+/// `S`; `out` holds `ROWS · COLS · 2` bytes; the dynamic smem holds the tile plus a barrier.
+#[inline(always)]
+unsafe fn load_box_to_global<const ROWS: usize, const COLS: usize, S: SwizzleMode>(
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    out: *mut u32,
+) {
     let mut smem = DynamicShared::window();
-    let tile = BoxTile::alloc(&mut smem);
+    let tile = SmemTile::<Bf16, ROWS, COLS, S>::alloc(&mut smem); // (ROWS, COLS)
     // SAFETY: initialised below by thread 0 and published by the block barrier.
     let bar = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
     if thread_rank() == 0 {
@@ -74,13 +78,60 @@ pub unsafe fn tma_load_swizzle_sm90a(#[grid_constant] map: &TensorMap, x: i32, y
     if thread_rank() == 0 {
         // SAFETY: the barrier expects exactly the tile's bytes, which this one load delivers.
         unsafe {
-            bar.arrive_expect_tx(BoxTile::BYTES);
+            bar.arrive_expect_tx(SmemTile::<Bf16, ROWS, COLS, S>::BYTES);
             tma::load_2d(&tile, map, x, y, &bar);
         }
     }
     bar.wait_phase(Phase::ZERO);
     // SAFETY: the phase completed, so the tile is visible; `out` holds the tile's bytes.
-    unsafe { copy_smem_to_global(tile.addr(), BoxTile::BYTES, out, 128) };
+    unsafe { copy_smem_to_global(tile.addr(), SmemTile::<Bf16, ROWS, COLS, S>::BYTES, out, 128) };
+}
+
+/// (a) TMA 2-D load under 128-byte swizzle. Launch: 1 block × 128 threads,
+/// [`TMA_CHECK_SMEM_BYTES`] dynamic smem. `map`: bf16 tensor, box 64 × 64, SWIZZLE_128B;
+/// (`x`, `y`): box origin (elements, innermost first). `out`: 8192 bytes.
+/// Host checks: `out` byte `Swizzle::B128.offset(r, 2c)` holds element (y + r, x + c) of the
+/// tensor (zero where out of bounds).
+///
+/// # Safety
+/// As described; `map` is a valid tensor map.
+#[kernel(threads = 128)]
+pub unsafe fn tma_load_swizzle_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i32, out: *mut u32) {
+    // SAFETY: forwarded to the caller (launch contract above).
+    unsafe { load_box_to_global::<64, 64, Swizzle128B>(map, x, y, out) }
+}
+
+/// (a, 64 B) As [`tma_load_swizzle_sm90a`] under 64-byte swizzle: box 32 × 64 (32 bf16 = 64 B
+/// rows), SWIZZLE_64B; `out`: 4096 bytes; byte `Swizzle::B64.offset(r, 2c)` holds (y + r, x + c).
+///
+/// # Safety
+/// As for [`tma_load_swizzle_sm90a`].
+#[kernel(threads = 128)]
+pub unsafe fn tma_load_swizzle64_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i32, out: *mut u32) {
+    // SAFETY: forwarded to the caller.
+    unsafe { load_box_to_global::<64, 32, Swizzle64B>(map, x, y, out) }
+}
+
+/// (a, 32 B) As [`tma_load_swizzle_sm90a`] under 32-byte swizzle: box 16 × 64 (16 bf16 = 32 B
+/// rows), SWIZZLE_32B; `out`: 2048 bytes; byte `Swizzle::B32.offset(r, 2c)` holds (y + r, x + c).
+///
+/// # Safety
+/// As for [`tma_load_swizzle_sm90a`].
+#[kernel(threads = 128)]
+pub unsafe fn tma_load_swizzle32_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i32, out: *mut u32) {
+    // SAFETY: forwarded to the caller.
+    unsafe { load_box_to_global::<64, 16, Swizzle32B>(map, x, y, out) }
+}
+
+/// (a, none) As [`tma_load_swizzle_sm90a`] without swizzle: box 64 × 64, SWIZZLE_NONE; `out`:
+/// 8192 bytes, the box rows packed (byte `128 r + 2c` holds (y + r, x + c)).
+///
+/// # Safety
+/// As for [`tma_load_swizzle_sm90a`].
+#[kernel(threads = 128)]
+pub unsafe fn tma_load_unswizzled_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i32, out: *mut u32) {
+    // SAFETY: forwarded to the caller.
+    unsafe { load_box_to_global::<64, 64, NoSwizzle>(map, x, y, out) }
 }
 
 /// (b) TMA store round trip. Launch: 1 block × 128 threads, [`TMA_CHECK_SMEM_BYTES`].

@@ -11,8 +11,6 @@ pub mod elementwise;
 pub mod gemm_bf16_ws_persistent_sm90;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
-#[cfg(warpforge_arch = "sm_90a")]
-pub mod hopper_l0_forms;
 pub mod pack;
 pub mod persistent_visit;
 pub mod reduce;

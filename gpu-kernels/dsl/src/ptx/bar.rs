@@ -4,7 +4,9 @@ use core::arch::asm;
 
 /// Waits until every thread of the block arrives at barrier 0.
 ///
-/// Emits `bar.sync 0;`.
+/// Emits `barrier.sync 0;` — the non-`.aligned` form: LLVM does not treat `asm!` as convergent
+/// and may duplicate the barrier into both arms of a branch that splits a warp, which the
+/// aligned `bar.sync` forbids.
 ///
 /// # Safety
 /// Every non-exited thread of the block must reach this barrier (or the block hangs), and the
@@ -12,12 +14,12 @@ use core::arch::asm;
 #[inline(always)]
 pub unsafe fn bar_sync_all() {
     // SAFETY: caller guarantees the whole block arrives.
-    unsafe { asm!("bar.sync 0;", options(nostack)) };
+    unsafe { asm!("barrier.sync 0;", options(nostack)) };
 }
 
 /// Waits on named barrier `id` until `threads` threads have arrived.
 ///
-/// Emits `bar.sync id, threads;`.
+/// Emits `barrier.sync id, threads;` (non-aligned, see [`bar_sync_all`]).
 ///
 /// # Safety
 /// `id < 16`; `threads` is a non-zero multiple of 32, the same for every participant, and
@@ -25,19 +27,19 @@ pub unsafe fn bar_sync_all() {
 #[inline(always)]
 pub unsafe fn bar_sync(id: u32, threads: u32) {
     // SAFETY: caller upholds the count contract above.
-    unsafe { asm!("bar.sync {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
+    unsafe { asm!("barrier.sync {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
 }
 
 /// Arrives at named barrier `id` without waiting (producer side of a named barrier).
 ///
-/// Emits `bar.arrive id, threads;`.
+/// Emits `barrier.arrive id, threads;` (non-aligned, see [`bar_sync_all`]).
 ///
 /// # Safety
 /// As for [`bar_sync`]; the arrivals plus the waiters must add up to `threads`.
 #[inline(always)]
 pub unsafe fn bar_arrive(id: u32, threads: u32) {
     // SAFETY: caller upholds the count contract above.
-    unsafe { asm!("bar.arrive {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
+    unsafe { asm!("barrier.arrive {0}, {1};", in(reg32) id, in(reg32) threads, options(nostack)) };
 }
 
 /// Synchronises the threads of the calling warp named in `mask`.

@@ -3,9 +3,9 @@
 //! layer in `hopper_async_checks`, so that ptxas assembles each spelling for sm_90a (a wrapper
 //! that is never called emits nothing and would go unchecked).
 //!
-//! This is the one kernel file that imports `ptx::` directly: its job is to check the raw layer
-//! itself. It is not meant to be launched — its operands are placeholders and its results
-//! meaningless; the runnable checks are in `hopper_async_checks`.
+//! It lives in the coverage crate, not the kernel library: it imports `ptx::` directly (its job
+//! is to check the raw layer itself), it is never launched (operands are placeholders), and it
+//! must not bloat the shipped PTX. `tests/builder.rs` builds and assembles it.
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::kernel;
