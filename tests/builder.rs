@@ -93,6 +93,11 @@ fn ptxas_assembles_every_embedded_module() {
 
 #[test]
 fn every_raw_ptx_wrapper_assembles_for_its_arch() {
+    if let Err(e) = warpforge_builder::toolchain::Toolchain::locate() {
+        // The GPU machine runs this binary without a Rust toolchain; CI and developers have one.
+        eprintln!("SKIPPED: no toolchain to build the coverage crate ({e})");
+        return;
+    }
     let require = std::env::var("WARPFORGE_REQUIRE_PTXAS").as_deref() == Ok("1");
     let policy =
         if require { warpforge_builder::PtxasPolicy::Require } else { warpforge_builder::PtxasPolicy::IfFound };

@@ -248,7 +248,7 @@ impl Kernel {
             .during("cuLaunchKernelEx")
     }
 
-    fn opt_into_dynamic_smem(&self, bytes: u32) -> Result<()> {
+    pub(crate) fn opt_into_dynamic_smem(&self, bytes: u32) -> Result<()> {
         if bytes <= DEFAULT_DYNAMIC_SMEM_LIMIT || bytes <= self.opted_in_smem.load(Ordering::Acquire) {
             return Ok(());
         }

@@ -58,6 +58,16 @@ impl Kernel {
         work_items: u64,
     ) -> Result<GridPlan> {
         self.module.context.bind_to_thread().during("cuCtxSetCurrent")?;
+        // The occupancy calculator counts a block as unplaceable when its dynamic shared memory
+        // exceeds the function's current opt-in, so opt in first (checked against the device).
+        let limit = self.device.max_shared_per_block_optin.saturating_sub(self.static_shared_bytes()?);
+        if dynamic_smem > limit {
+            return Err(Error::LaunchContract {
+                kernel: self.name().into(),
+                reason: format!("{dynamic_smem} B of dynamic shared memory; the device allows {limit} B per block"),
+            });
+        }
+        self.opt_into_dynamic_smem(dynamic_smem)?;
         let mut blocks_per_sm = 0i32;
         // SAFETY: live function handle, valid out-pointer.
         unsafe {
