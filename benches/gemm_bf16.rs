@@ -1,0 +1,223 @@
+//! warpforge's bf16 GEMM against cuBLAS, side by side in one process on the same buffers.
+//!
+//! `D (M×N, bf16) = A (M×K, row-major) · B (N×K, row-major)ᵀ`, f32 accumulation — the layout of
+//! a linear layer, which both libraries read in place. For each shape: random uniform(-1, 1)
+//! inputs (never zeros), enough rotating buffer sets that L2 (60 MiB on the H200) cannot hold
+//! them, a warm-up, then rounds of `ours × reps, cuBLAS × reps` (interleaved) timed with CUDA
+//! events; the median round of each is reported with the SM clock read right after. Both
+//! results are compared on a sample of D before timing, so a fast wrong kernel cannot pass.
+//!
+//! Run: `cargo bench --bench gemm_bf16` (on a GPU machine: `.gpu/bench-gemm_bf16`).
+//! Optional first argument: `quick` (three squares only). Writes `gemm_bf16.csv` and
+//! `gemm_bf16.svg` to `$OUT` (or the current directory).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
+use half::bf16;
+use warpforge::{Device, Epilogue, GemmProblem, Warpforge};
+
+/// Bytes of operands that rotation must exceed (about 4× the H200's L2).
+const ROTATION_BYTES: usize = 256 << 20;
+const MAX_SETS: usize = 8;
+const ROUNDS: usize = 7;
+const WARMUP_SECONDS: f64 = 0.05;
+
+struct Shape {
+    group: &'static str,
+    m: usize,
+    n: usize,
+    k: usize,
+}
+
+fn shapes(quick: bool) -> Vec<Shape> {
+    let mut s = Vec::new();
+    for d in [2048, 4096, 6144, 8192] {
+        if quick && d == 6144 {
+            continue;
+        }
+        s.push(Shape { group: "square", m: d, n: d, k: d });
+    }
+    if quick {
+        return s;
+    }
+    for m in [128, 1024, 4096, 16384] {
+        for (n, k) in [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336), (7168, 2048)] {
+            s.push(Shape { group: "llm", m, n, k });
+        }
+    }
+    for tiles in [8, 9, 16, 17, 33, 34] {
+        s.push(Shape { group: "wave", m: tiles * 128, n: 8192, k: 4096 });
+    }
+    s
+}
+
+struct Set {
+    a: CudaSlice<bf16>,
+    b: CudaSlice<bf16>,
+    d_ours: CudaSlice<bf16>,
+    d_blas: CudaSlice<bf16>,
+}
+
+fn random_bf16(seed: u64, n: usize) -> Vec<bf16> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
+            let v = 2.0 * unit - 1.0;
+            bf16::from_f32(if v == 0.0 { 0.5 } else { v })
+        })
+        .collect()
+}
+
+fn sm_clock_mhz() -> String {
+    std::process::Command::new("nvidia-smi")
+        .args(["--query-gpu=clocks.sm", "--format=csv,noheader,nounits"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let quick = std::env::args().any(|a| a == "quick");
+    let device = match Device::new(0) {
+        Ok(d) => d,
+        Err(e) => {
+            println!("gemm_bf16 bench: no GPU ({e}); nothing to measure");
+            return Ok(());
+        }
+    };
+    let wf = Warpforge::new(&device)?;
+    let stream: Arc<CudaStream> = device.stream().clone();
+    let blas = CudaBlas::new(stream.clone())?;
+    let ctx = device.context().clone();
+    println!("{} — warpforge gemm_bf16_bf16_ws_persistent_sm90 vs cuBLAS (bf16 in/out, f32 accumulate)", device.attributes().name);
+    println!("{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9}", "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|");
+    let mut rows = Vec::new();
+    for shape in shapes(quick) {
+        let Shape { group, m, n, k } = shape;
+        let set_bytes = 2 * (m * k + n * k + 2 * m * n);
+        let sets_n = ROTATION_BYTES.div_ceil(set_bytes).clamp(1, MAX_SETS);
+        let mut sets = Vec::new();
+        for s in 0..sets_n {
+            sets.push(Set {
+                a: stream.clone_htod(&random_bf16(s as u64 * 2 + 1, m * k))?,
+                b: stream.clone_htod(&random_bf16(s as u64 * 2 + 2, n * k))?,
+                d_ours: stream.alloc_zeros::<bf16>(m * n)?,
+                d_blas: stream.alloc_zeros::<bf16>(m * n)?,
+            });
+        }
+        let problem = GemmProblem::new(m, n, k);
+        let blas_cfg = GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_T,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: n as i32,
+            n: m as i32,
+            k: k as i32,
+            alpha: bf16::ONE,
+            lda: k as i32,
+            ldb: k as i32,
+            beta: bf16::ZERO,
+            ldc: n as i32,
+        };
+        let run_ours = |set: &mut Set| wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours);
+        let run_blas = |set: &mut Set| -> Result<(), Box<dyn std::error::Error>> {
+            // SAFETY: cuBLAS reads B (n×k) and A (m×k) and writes D (m×n), the sizes allocated above.
+            unsafe { blas.gemm(blas_cfg, &set.b, &set.a, &mut set.d_blas)? };
+            Ok(())
+        };
+        // Agreement on the first set before timing.
+        run_ours(&mut sets[0])?;
+        run_blas(&mut sets[0])?;
+        let ours = stream.clone_dtoh(&sets[0].d_ours)?;
+        let theirs = stream.clone_dtoh(&sets[0].d_blas)?;
+        let step = (m * n / 65_536).max(1);
+        let max_diff = (0..m * n).step_by(step).map(|i| (ours[i].to_f32() - theirs[i].to_f32()).abs()).fold(0.0f32, f32::max);
+        // |D| ≈ √K for uniform(-1,1) inputs; bf16 output rounding allows about 2^-8 of that.
+        let tolerance = (k as f32).sqrt() * 2.0f32.powi(-6);
+        assert!(max_diff <= tolerance, "{m}×{n}×{k}: ours and cuBLAS differ by {max_diff} (> {tolerance})");
+
+        // Warm-up, and reps so one timed batch runs ≥ ~10 ms.
+        let flops = 2.0 * m as f64 * n as f64 * k as f64;
+        let start = Instant::now();
+        let mut launches = 0usize;
+        while start.elapsed().as_secs_f64() < WARMUP_SECONDS || launches < 4 {
+            let set = &mut sets[launches % sets_n];
+            run_ours(set)?;
+            run_blas(set)?;
+            launches += 1;
+        }
+        stream.synchronize()?;
+        let per_pair = start.elapsed().as_secs_f64() / launches as f64;
+        let reps = ((0.01 / (per_pair / 2.0)).ceil() as usize).clamp(3, 200);
+        let (mut t_ours, mut t_blas) = (Vec::new(), Vec::new());
+        let begin = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+        for _ in 0..ROUNDS {
+            begin.record(&stream)?;
+            for r in 0..reps {
+                run_ours(&mut sets[r % sets_n])?;
+            }
+            end.record(&stream)?;
+            end.synchronize()?;
+            t_ours.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
+            begin.record(&stream)?;
+            for r in 0..reps {
+                run_blas(&mut sets[r % sets_n])?;
+            }
+            end.record(&stream)?;
+            end.synchronize()?;
+            t_blas.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
+        }
+        let clock = sm_clock_mhz();
+        let ours_tf = flops / median(&mut t_ours) / 1e12;
+        let blas_tf = flops / median(&mut t_blas) / 1e12;
+        let ratio = ours_tf / blas_tf;
+        println!("{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e}");
+        rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
+    }
+    let geomean = |g: &str| {
+        let r: Vec<f64> = rows.iter().filter(|x| x.0 == g).map(|x| x.6.ln()).collect();
+        if r.is_empty() { f64::NAN } else { (r.iter().sum::<f64>() / r.len() as f64).exp() }
+    };
+    println!("geomean ratio: square {:.3}, llm {:.3}, wave {:.3}", geomean("square"), geomean("llm"), geomean("wave"));
+    let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
+    let mut csv = String::from("group,m,n,k,warpforge_tflops,cublas_tflops,ratio,sm_mhz\n");
+    for r in &rows {
+        csv.push_str(&format!("{},{},{},{},{:.1},{:.1},{:.4},{}\n", r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7));
+    }
+    std::fs::write(format!("{out}/gemm_bf16.csv"), csv)?;
+    std::fs::write(format!("{out}/gemm_bf16.svg"), svg(&rows.iter().map(|r| (format!("{}×{}×{}", r.1, r.2, r.3), r.6)).collect::<Vec<_>>()))?;
+    Ok(())
+}
+
+/// A bar chart of ratios (1.0 line marked), one bar per shape.
+fn svg(bars: &[(String, f64)]) -> String {
+    let (w, h, pad) = (28.0 * bars.len() as f64 + 80.0, 360.0, 60.0);
+    let max = bars.iter().map(|b| b.1).fold(1.2f64, f64::max);
+    let y = |v: f64| h - pad - v / max * (h - 2.0 * pad);
+    let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='9'>\n");
+    s.push_str(&format!("<text x='10' y='20' font-size='13'>warpforge bf16 GEMM ÷ cuBLAS (H200)</text>\n"));
+    for (i, (label, ratio)) in bars.iter().enumerate() {
+        let x = 60.0 + 28.0 * i as f64;
+        let color = if *ratio >= 1.0 { "#2a7" } else { "#c64" };
+        s.push_str(&format!("<rect x='{x}' y='{:.1}' width='20' height='{:.1}' fill='{color}'/>\n", y(*ratio), y(0.0) - y(*ratio)));
+        s.push_str(&format!("<text transform='translate({:.1},{:.1}) rotate(60)'>{label}</text>\n", x + 4.0, h - pad + 8.0));
+        s.push_str(&format!("<text x='{x}' y='{:.1}'>{ratio:.2}</text>\n", y(*ratio) - 3.0));
+    }
+    s.push_str(&format!("<line x1='50' x2='{w}' y1='{0:.1}' y2='{0:.1}' stroke='#000' stroke-dasharray='4'/>\n", y(1.0)));
+    s.push_str("</svg>\n");
+    s
+}
