@@ -469,3 +469,35 @@ fn cpu_models_of_the_checks_hold_known_points() {
     let ones = vec![bf16::ONE; 64 * 64];
     assert_eq!(matmul_abt_f64(&ones, &ones, 64, 64, 64).0[0], 64.0);
 }
+
+/// One fixed TMA-load configuration per test, each run in its own process by `.gpu/run`'s
+/// caller when isolating a fault (a device fault poisons the whole context).
+fn tma_diag(rows: u32, cols: u32, x: i32, y: i32) {
+    let m = Matrix::random(7, rows, cols, 0);
+    let got = run_tma_load(LOAD_KERNELS[3], &m, x, y);
+    assert_eq!(got.len(), 64 * 64);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tma_diag_full_box_at_origin() {
+    tma_diag(128, 128, 0, 0);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tma_diag_box_larger_than_tensor() {
+    tma_diag(30, 20, 0, 0);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tma_diag_negative_origin() {
+    tma_diag(128, 128, -8, -3);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn tma_diag_ragged_edge() {
+    tma_diag(100, 100, 64, 64);
+}
