@@ -103,8 +103,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let stream: Arc<CudaStream> = device.stream().clone();
     let blas = CudaBlas::new(stream.clone())?;
     let ctx = device.context().clone();
-    println!("{} — warpforge gemm_bf16_bf16_ws_persistent_sm90 vs cuBLAS (bf16 in/out, f32 accumulate)", device.attributes().name);
-    println!("{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9}", "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|");
+    println!(
+        "{} — warpforge gemm_bf16_bf16_ws_persistent_sm90 vs cuBLAS (bf16 in/out, f32 accumulate)",
+        device.attributes().name
+    );
+    println!(
+        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9}",
+        "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|"
+    );
     let mut rows = Vec::new();
     for shape in shapes(quick) {
         let Shape { group, m, n, k } = shape;
@@ -132,7 +138,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             beta: bf16::ZERO,
             ldc: n as i32,
         };
-        let run_ours = |set: &mut Set| wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours);
+        let run_ours = |set: &mut Set| {
+            wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
+        };
         let run_blas = |set: &mut Set| -> Result<(), Box<dyn std::error::Error>> {
             // SAFETY: cuBLAS reads B (n×k) and A (m×k) and writes D (m×n), the sizes allocated above.
             unsafe { blas.gemm(blas_cfg, &set.b, &set.a, &mut set.d_blas)? };
@@ -144,7 +152,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ours = stream.clone_dtoh(&sets[0].d_ours)?;
         let theirs = stream.clone_dtoh(&sets[0].d_blas)?;
         let step = (m * n / 65_536).max(1);
-        let max_diff = (0..m * n).step_by(step).map(|i| (ours[i].to_f32() - theirs[i].to_f32()).abs()).fold(0.0f32, f32::max);
+        let max_diff =
+            (0..m * n).step_by(step).map(|i| (ours[i].to_f32() - theirs[i].to_f32()).abs()).fold(0.0f32, f32::max);
         // |D| ≈ √K for uniform(-1,1) inputs; bf16 output rounding allows about 2^-8 of that.
         let tolerance = (k as f32).sqrt() * 2.0f32.powi(-6);
         assert!(max_diff <= tolerance, "{m}×{n}×{k}: ours and cuBLAS differ by {max_diff} (> {tolerance})");
@@ -185,7 +194,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ours_tf = flops / median(&mut t_ours) / 1e12;
         let blas_tf = flops / median(&mut t_blas) / 1e12;
         let ratio = ours_tf / blas_tf;
-        println!("{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e}");
+        println!(
+            "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e}"
+        );
         rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
     }
     let geomean = |g: &str| {
@@ -199,7 +210,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         csv.push_str(&format!("{},{},{},{},{:.1},{:.1},{:.4},{}\n", r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7));
     }
     std::fs::write(format!("{out}/gemm_bf16.csv"), csv)?;
-    std::fs::write(format!("{out}/gemm_bf16.svg"), svg(&rows.iter().map(|r| (format!("{}×{}×{}", r.1, r.2, r.3), r.6)).collect::<Vec<_>>()))?;
+    std::fs::write(
+        format!("{out}/gemm_bf16.svg"),
+        svg(&rows.iter().map(|r| (format!("{}×{}×{}", r.1, r.2, r.3), r.6)).collect::<Vec<_>>()),
+    )?;
     Ok(())
 }
 
@@ -208,16 +222,29 @@ fn svg(bars: &[(String, f64)]) -> String {
     let (w, h, pad) = (28.0 * bars.len() as f64 + 80.0, 360.0, 60.0);
     let max = bars.iter().map(|b| b.1).fold(1.2f64, f64::max);
     let y = |v: f64| h - pad - v / max * (h - 2.0 * pad);
-    let mut s = format!("<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='9'>\n");
+    let mut s = format!(
+        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='9'>\n"
+    );
     s.push_str(&format!("<text x='10' y='20' font-size='13'>warpforge bf16 GEMM ÷ cuBLAS (H200)</text>\n"));
     for (i, (label, ratio)) in bars.iter().enumerate() {
         let x = 60.0 + 28.0 * i as f64;
         let color = if *ratio >= 1.0 { "#2a7" } else { "#c64" };
-        s.push_str(&format!("<rect x='{x}' y='{:.1}' width='20' height='{:.1}' fill='{color}'/>\n", y(*ratio), y(0.0) - y(*ratio)));
-        s.push_str(&format!("<text transform='translate({:.1},{:.1}) rotate(60)'>{label}</text>\n", x + 4.0, h - pad + 8.0));
+        s.push_str(&format!(
+            "<rect x='{x}' y='{:.1}' width='20' height='{:.1}' fill='{color}'/>\n",
+            y(*ratio),
+            y(0.0) - y(*ratio)
+        ));
+        s.push_str(&format!(
+            "<text transform='translate({:.1},{:.1}) rotate(60)'>{label}</text>\n",
+            x + 4.0,
+            h - pad + 8.0
+        ));
         s.push_str(&format!("<text x='{x}' y='{:.1}'>{ratio:.2}</text>\n", y(*ratio) - 3.0));
     }
-    s.push_str(&format!("<line x1='50' x2='{w}' y1='{0:.1}' y2='{0:.1}' stroke='#000' stroke-dasharray='4'/>\n", y(1.0)));
+    s.push_str(&format!(
+        "<line x1='50' x2='{w}' y1='{0:.1}' y2='{0:.1}' stroke='#000' stroke-dasharray='4'/>\n",
+        y(1.0)
+    ));
     s.push_str("</svg>\n");
     s
 }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
-use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS};
+use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, STORE_BOX_COLS, THREADS};
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
@@ -129,18 +129,23 @@ impl GemmInput for half::f16 {
 }
 
 /// GEMM output types.
-pub trait GemmOutput: DeviceRepr + Copy + 'static {
+pub trait GemmOutput: TmaElement + DeviceRepr + Copy + 'static {
     /// Name in kernel entries.
     const NAME: &'static str;
+    /// Whether the kernel can write D of this type through a TMA store (16-bit types).
+    const TMA_STORE: bool;
 }
 impl GemmOutput for half::bf16 {
     const NAME: &'static str = "bf16";
+    const TMA_STORE: bool = true;
 }
 impl GemmOutput for half::f16 {
     const NAME: &'static str = "f16";
+    const TMA_STORE: bool = true;
 }
 impl GemmOutput for f32 {
     const NAME: &'static str = "f32";
+    const TMA_STORE: bool = false;
 }
 
 fn kernel_name(input: &str, output: &str) -> &'static str {
@@ -236,7 +241,22 @@ impl Warpforge {
         let kernel = self.module().kernel(kernel_name(I::NAME, O::NAME))?;
         let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles)?;
 
+        let d_len = d.len();
         let (d_ptr, _d_access) = d.device_ptr_mut(stream);
+        // D through TMA stores when its type and pitch allow; direct stores otherwise.
+        let pitched = |elems: usize| (elems * std::mem::size_of::<O>()).is_multiple_of(16);
+        let d_tma = O::TMA_STORE && d_ptr.is_multiple_of(16) && pitched(ldd) && (p.batch == 1 || pitched(sd));
+        let d_map = if d_tma {
+            let builder =
+                TensorMapBuilder::<O>::new(&[p.n as u64, p.m as u64, p.batch as u64], &[STORE_BOX_COLS, A_BOX_ROWS, 1])
+                    .global_strides(&[(ldd * 2) as u64, (if p.batch == 1 { ldd * p.m } else { sd } * 2) as u64])
+                    .swizzle(Swizzle::B128);
+            // SAFETY: `d_ptr` addresses `d_len` elements of the caller's D, borrowed mutably for
+            // this call; the map is used only by the launch below.
+            unsafe { builder.encode_raw(d_ptr, (d_len * std::mem::size_of::<O>()) as u64)? }
+        } else {
+            warpforge_abi::TensorMap::ZEROED
+        };
         let c_access = epilogue.c.as_ref().map(|c| c.device_ptr(stream));
         let bias_access = epilogue.bias.as_ref().map(|v| v.device_ptr(stream));
         let params = GemmParams {
@@ -257,11 +277,13 @@ impl Warpforge {
             tiles_m,
             tiles_n,
             raster_group: raster_group(tiles_m * p.batch as u32, tiles_n),
+            d_tma: d_tma as u32,
         };
         let mut args = KernelArgs::new();
-        args.push(a_map).push(b_map).push(params);
+        args.push(a_map).push(b_map).push(d_map).push(params);
         let config = LaunchConfig::linear(plan.blocks, THREADS).with_dynamic_smem(SMEM_BYTES);
-        // SAFETY: the parameters are (A map, B map, GemmParams) as the entry declares. The maps
+        // SAFETY: the parameters are (A map, B map, D map, GemmParams) as the entry declares;
+        // the D map is used only when `d_tma` is set, and then covers exactly D. The A/B maps
         // were validated against the live A/B buffers (or scratch copies, kept alive until the
         // stream reaches this launch: their drop is stream-ordered); D, C and bias were checked
         // above to cover every element the problem addresses; `d` is borrowed mutably.

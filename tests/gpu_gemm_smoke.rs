@@ -4,7 +4,7 @@
 use half::bf16;
 use warpforge::{Epilogue, GemmProblem, Layout};
 
-use crate::common::{EPS_F32, gpu, random_f32};
+use crate::common::{EPS_BF16, EPS_F32, gpu, random_f32};
 
 /// Runs one bf16 → f32 GEMM and checks every element of D against A·B in f64 within
 /// `K·2^-23·Σ|a||b|` (f32 accumulation; inputs are exact bf16 values).
@@ -59,4 +59,60 @@ fn gemm_fixed_shapes_match_f64() {
     }
     check(200, 300, 77, Layout::ColMajor, Layout::RowMajor);
     check(130, 270, 96, Layout::RowMajor, Layout::RowMajor);
+}
+
+/// bf16 output through the TMA-store epilogue with every epilogue term, batched: D =
+/// relu(alpha·A·B + beta·C + bias) per batch, within bf16 rounding of the f64 value.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_bf16_epilogue_batched_matches_f64() {
+    use warpforge::Activation;
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    for (m, n, k, batch) in [(200, 300, 128, 3), (128, 256, 64, 1), (77, 520, 33, 2)] {
+        let to_bf16 = |v: Vec<f32>| v.into_iter().map(bf16::from_f32).collect::<Vec<_>>();
+        let a = to_bf16(random_f32(1, batch * m * k, 1.0));
+        let b = to_bf16(random_f32(2, batch * n * k, 1.0));
+        let c = to_bf16(random_f32(3, batch * m * n, 2.0));
+        let bias = random_f32(4, n, 1.0);
+        let (da, db, dc, dbias) = (
+            stream.clone_htod(&a).unwrap(),
+            stream.clone_htod(&b).unwrap(),
+            stream.clone_htod(&c).unwrap(),
+            stream.clone_htod(&bias).unwrap(),
+        );
+        let mut dd = stream.clone_htod(&vec![bf16::NAN; batch * m * n]).unwrap();
+        let mut problem = GemmProblem::new(m, n, k);
+        problem.batch = batch;
+        problem.alpha = 0.5;
+        problem.beta = 0.25;
+        problem.activation = Activation::Relu;
+        let epilogue = warpforge::Epilogue { c: Some(dc.as_view()), bias: Some(dbias.as_view()) };
+        wf.gemm::<bf16, bf16>(stream, &problem, &da, &db, epilogue, &mut dd).unwrap();
+        let got = stream.clone_dtoh(&dd).unwrap();
+        let mut bad = 0;
+        for z in 0..batch {
+            for i in 0..m {
+                for j in 0..n {
+                    let (mut acc, mut mag) = (0.0f64, 0.0f64);
+                    for p in 0..k {
+                        let prod = a[z * m * k + i * k + p].to_f64() * b[z * n * k + j * k + p].to_f64();
+                        acc += prod;
+                        mag += prod.abs();
+                    }
+                    let pre = 0.5 * acc + 0.25 * c[z * m * n + i * n + j].to_f64() + bias[j] as f64;
+                    let want = pre.max(0.0);
+                    let g = got[z * m * n + i * n + j].to_f64();
+                    let tol = EPS_BF16 * want.abs() + 2.0 * k as f64 * EPS_F32 * mag + 1e-6;
+                    if !((g - want).abs() <= tol) {
+                        if bad < 5 {
+                            eprintln!("{m}×{n}×{k}×{batch}: D[{z},{i},{j}] = {g}, want {want} (tol {tol:.2e})");
+                        }
+                        bad += 1;
+                    }
+                }
+            }
+        }
+        assert_eq!(bad, 0, "{m}×{n}×{k}×{batch}: {bad} wrong elements");
+    }
 }

@@ -31,14 +31,18 @@ pub mod gemm_sm90 {
     pub const BLOCK_N: u32 = 256;
     /// K per pipeline stage.
     pub const BLOCK_K: u32 = 64;
-    /// Pipeline depth.
-    pub const STAGES: u32 = 4;
+    /// Pipeline depth (three 48 KiB stages leave room for the epilogue's staging tiles).
+    pub const STAGES: u32 = 3;
     /// Threads per CTA: one producer warpgroup and two consumer warpgroups.
     pub const THREADS: u32 = 384;
     /// Rows of A per TMA box (one consumer warpgroup's share of the tile).
     pub const A_BOX_ROWS: u32 = 64;
-    /// Dynamic shared memory: the operand ring, its barriers, and alignment slack.
-    pub const SMEM_BYTES: u32 = STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + 2 * STAGES * 8 + 1024;
+    /// Columns of D per TMA store box (128 bytes of a 16-bit output: one swizzle span).
+    pub const STORE_BOX_COLS: u32 = 64;
+    /// Dynamic shared memory: the operand ring, the 16-bit output staging tile (BLOCK_M ×
+    /// BLOCK_N), the ring's barriers, and alignment slack.
+    pub const SMEM_BYTES: u32 =
+        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * BLOCK_N * 2 + 2 * STAGES * 8 + 1024;
 }
 
 /// What the persistent-scheduler test kernel records per tile.
@@ -152,6 +156,9 @@ pub struct GemmParams {
     pub tiles_n: u32,
     /// Rasterisation band width, in tiles (grouped schedule for L2 reuse).
     pub raster_group: u32,
+    /// 1 when D is written through its tensor map (16-bit output, 16-byte pitch), 0 for
+    /// direct stores.
+    pub d_tma: u32,
 }
 
 /// Parameters of the strided copy used to bring GEMM operands into the K-major, 16-byte-pitched

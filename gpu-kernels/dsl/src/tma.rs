@@ -148,3 +148,20 @@ pub unsafe fn load_3d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
     // SAFETY: forwarded to the caller; the tile is aligned for its swizzle by construction.
     unsafe { raw::load_3d(dst.addr(), map, x, y, z, bar.addr()) }
 }
+
+/// Stores `src` to the 3-D box at (`x`, `y`, `z`) (depth-1 box; `z` selects a batch). Complete
+/// with [`commit_group`] + [`wait_group`]; elements outside the tensor are not written.
+///
+/// # Safety
+/// As for [`store_2d`], with a 3-D map whose box is `COLS × ROWS × 1`.
+#[inline(always)]
+pub unsafe fn store_3d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    z: i32,
+    src: &SmemTile<T, R, C, S>,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe { raw::store_3d(map, x, y, z, src.addr()) }
+}

@@ -16,7 +16,7 @@
 //! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB + 8 barriers.
 //! Pipeline depth: 4. Measured ratio vs cuBLAS: see docs/PERF.md (H200, 2026-11-29).
 
-use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
+use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES, STORE_BOX_COLS};
 use warpforge_dsl::abi::{Activation, GemmParams, TensorMap};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::fragment::acc_coord;
@@ -24,8 +24,8 @@ use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization, SwizzledSc
 use warpforge_dsl::math;
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
-use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::sync::sync_threads;
+use warpforge_dsl::shared::{DynamicShared, SharedPtr};
+use warpforge_dsl::sync::{NamedBarrier, fence_proxy_async_shared, sync_threads};
 use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaSs};
@@ -48,35 +48,57 @@ type Acc = Acc64x256F32; // (64, BLOCK_N) per consumer warpgroup
 
 /// An output element type of the epilogue.
 trait Output: Copy {
+    /// The 16-bit type staged in shared memory for TMA stores (16-bit outputs are staged as
+    /// themselves; f32 output is always stored directly and never uses its staging type).
+    type Staged: Copy;
     /// Rounds an f32 result.
     fn from_f32(v: f32) -> Self;
     /// Reads an element of C as f32.
     fn to_f32(self) -> f32;
+    /// Bits of a rounded f32 result in the staged type.
+    fn staged_bits(v: f32) -> u16;
 }
 impl Output for Bf16 {
+    type Staged = Bf16;
     fn from_f32(v: f32) -> Self {
         Bf16::from_f32(v)
     }
     fn to_f32(self) -> f32 {
         Bf16::to_f32(self)
     }
+    fn staged_bits(v: f32) -> u16 {
+        Bf16::from_f32(v).0
+    }
 }
 impl Output for F16 {
+    type Staged = F16;
     fn from_f32(v: f32) -> Self {
         F16::from_f32(v)
     }
     fn to_f32(self) -> f32 {
         F16::to_f32(self)
     }
+    fn staged_bits(v: f32) -> u16 {
+        F16::from_f32(v).0
+    }
 }
 impl Output for f32 {
+    type Staged = Bf16;
     fn from_f32(v: f32) -> Self {
         v
     }
     fn to_f32(self) -> f32 {
         self
     }
+    fn staged_bits(v: f32) -> u16 {
+        Bf16::from_f32(v).0
+    }
 }
+
+/// One consumer warpgroup's 64 × BLOCK_N output block, as four 64 × 64 TMA store boxes.
+type Staging<O> = SmemTileRing<<O as Output>::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B, STORE_BOXES>;
+const STORE_COLS: usize = STORE_BOX_COLS as usize;
+const STORE_BOXES: usize = (BLOCK_N / STORE_BOX_COLS) as usize;
 
 /// The whole kernel, generic over input and output types; the entries below instantiate it.
 ///
@@ -86,7 +108,7 @@ impl Output for f32 {
 /// [`GemmParams`], all valid for the launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic
 /// shared memory.
 #[inline(always)]
-unsafe fn gemm<T: WgmmaElement, O: Output>(a_map: &TensorMap, b_map: &TensorMap, p: &GemmParams)
+unsafe fn gemm<T: WgmmaElement, O: Output>(a_map: &TensorMap, b_map: &TensorMap, d_map: &TensorMap, p: &GemmParams)
 where
     Acc: WgmmaSs<T::Kind, T::Kind>,
 {
@@ -95,6 +117,7 @@ where
     let a_top = SmemTileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
     let a_bottom = SmemTileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
     let b_ring = SmemTileRing::<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
+    let staging = [Staging::<O>::alloc(&mut smem), Staging::<O>::alloc(&mut smem)];
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
 
@@ -150,6 +173,9 @@ where
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let half = warpgroup_id() - 1;
     let a_ring = if half == 0 { a_top } else { a_bottom };
+    let my_staging = if half == 0 { staging[0] } else { staging[1] };
+    // SAFETY: ids 1 and 2 are used only here, each by exactly its warpgroup's 128 threads.
+    let wg_barrier = unsafe { NamedBarrier::<128>::new(1 + half) };
     let leader = warpgroup::thread_index() == 0;
     let mut state = PipelineState::<RING>::START;
     let mut iteration = 0;
@@ -190,9 +216,20 @@ where
             unsafe { pipe.consumer_release(previous) };
         }
         let (batch, m0, n0) = tile_origin(p, tile.m, tile.n);
-        // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
-        unsafe { epilogue::<O>(&acc, p, batch as u32, m0 as u32 + half * A_BOX_ROWS, n0 as u32) };
+        let row0 = m0 as u32 + half * A_BOX_ROWS;
+        if p.d_tma != 0 {
+            // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
+            // to this warpgroup; `wg_barrier` counts its 128 threads.
+            unsafe { epilogue_staged::<O>(&acc, p, d_map, &my_staging, &wg_barrier, leader, batch, row0, n0 as u32) };
+        } else {
+            // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
+            unsafe { epilogue::<O>(&acc, p, batch as u32, row0, n0 as u32) };
+        }
         iteration += 1;
+    }
+    if leader && p.d_tma != 0 {
+        // The staged tiles must stay readable until the last stores have read them.
+        tma::wait_group::<0>();
     }
 }
 
@@ -205,41 +242,112 @@ fn tile_origin(p: &GemmParams, tile_m: u32, tile_n: u32) -> (i32, i32, i32) {
     (batch as i32, m0 as i32, (tile_n * BLOCK_N) as i32)
 }
 
-/// Writes this warpgroup's 64 × 256 accumulator block at (`row0`, `col0`) of batch `batch`.
+/// `alpha·acc + beta·C + bias`, activated: the value of D at (`row`, `col`) of `batch`.
 ///
 /// # Safety
-/// `p.d` (and `p.c`, `p.bias` when non-zero) are valid for every in-bounds element.
+/// `p.c` (when non-zero) and `p.bias` (when non-zero) are valid for every in-bounds element.
+#[inline(always)]
+unsafe fn finish<O: Output>(p: &GemmParams, value: f32, batch: u32, row: u32, col: u32) -> f32 {
+    let mut v = p.alpha * value;
+    let inside = row < p.m && col < p.n;
+    if p.c != 0 && inside {
+        let at = batch as u64 * p.stride_c + row as u64 * p.ldc + col as u64;
+        // SAFETY: an in-bounds element of C (function contract).
+        v += p.beta * unsafe { *(p.c as *const O).add(at as usize) }.to_f32();
+    }
+    if p.bias != 0 && inside {
+        // SAFETY: col < n, the bias length.
+        v += unsafe { *(p.bias as *const f32).add(col as usize) };
+    }
+    match Activation::from_code(p.activation) {
+        Activation::None => v,
+        Activation::Relu => math::relu(v),
+        Activation::Silu => math::silu(v),
+        Activation::GeluTanh => math::gelu_tanh(v),
+    }
+}
+
+/// Writes this warpgroup's 64 × 256 block through shared memory and TMA stores: the values
+/// are rounded into the four 64 × 64 staging boxes (128-byte swizzle, so the pairs written by
+/// a warp land in distinct banks), then one thread stores them asynchronously; the global
+/// writes overlap the next tile's mainloop, and TMA clips the ragged edges.
+///
+/// # Safety
+/// `d_map` is a 3-D map of D (N × M × batch, box 64 × 64 × 1, 128-byte swizzle) of the staged
+/// type; `staging` belongs to this warpgroup; `barrier` counts exactly its 128 threads; the
+/// whole warpgroup calls this together; `p` as for [`finish`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn epilogue_staged<O: Output>(
+    acc: &Acc,
+    p: &GemmParams,
+    d_map: &TensorMap,
+    staging: &Staging<O>,
+    barrier: &NamedBarrier<128>,
+    leader: bool,
+    batch: i32,
+    row0: u32,
+    col0: u32,
+) {
+    if leader {
+        // The previous tile's stores have finished reading the staging boxes.
+        tma::wait_group_read::<0>();
+    }
+    // SAFETY: all 128 threads of the warpgroup arrive (function contract).
+    unsafe { barrier.sync() };
+    let t = warpgroup::thread_index();
+    let mut low = 0u32;
+    acc.for_each(|i, value| {
+        let (r, c) = acc_coord(t, i as u32);
+        // SAFETY: forwarded (function contract).
+        let bits = O::staged_bits(unsafe { finish::<O>(p, value, batch as u32, row0 + r, col0 + c) }) as u32;
+        if i % 2 == 0 {
+            low = bits;
+        } else {
+            // Registers 2j and 2j+1 hold columns c-1 and c of the same row (fragment map).
+            let col = c - 1;
+            let boxed = staging.stage(col / STORE_BOX_COLS);
+            let offset = SmemTile::<O::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B>::byte_offset(
+                r,
+                col % STORE_BOX_COLS,
+            );
+            // SAFETY: inside this warpgroup's staging box; nothing else writes it until the
+            // stores issued below have read it (the wait above).
+            unsafe { *SharedPtr::<u32>::from_addr(boxed.addr() + offset).as_mut_ptr() = low | (bits << 16) };
+        }
+    });
+    fence_proxy_async_shared();
+    // SAFETY: as above.
+    unsafe { barrier.sync() };
+    if leader {
+        for j in 0..STORE_BOXES as u32 {
+            let x = (col0 + j * STORE_BOX_COLS) as i32;
+            // SAFETY: the box was written and fenced above; the map matches its type (contract).
+            unsafe { tma::store_3d(d_map, x, row0 as i32, batch, &staging.stage(j)) };
+        }
+        tma::commit_group();
+    }
+}
+
+/// Writes this warpgroup's 64 × 256 block at (`row0`, `col0`) of `batch` with direct stores
+/// (any output type and pitch; the fallback when D cannot be written by TMA).
+///
+/// # Safety
+/// `p.d` valid for every in-bounds element; `p` as for [`finish`].
 #[inline(always)]
 unsafe fn epilogue<O: Output>(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, col0: u32) {
     let t = warpgroup::thread_index();
     let d = p.d as *mut O;
-    let c = p.c as *const O;
-    let bias = p.bias as *const f32;
-    let activation = Activation::from_code(p.activation);
     let d_batch = batch as u64 * p.stride_d;
-    let c_batch = batch as u64 * p.stride_c;
     acc.for_each(|i, value| {
         let (r, col) = acc_coord(t, i as u32);
         let (row, col) = (row0 + r, col0 + col);
         if row >= p.m || col >= p.n {
             return;
         }
-        let mut v = p.alpha * value;
-        if !c.is_null() {
-            // SAFETY: in-bounds element of C (kernel contract).
-            v += p.beta * unsafe { *c.add((c_batch + row as u64 * p.ldc + col as u64) as usize) }.to_f32();
-        }
-        if !bias.is_null() {
-            // SAFETY: col < n, the bias length.
-            v += unsafe { *bias.add(col as usize) };
-        }
-        v = match activation {
-            Activation::None => v,
-            Activation::Relu => math::relu(v),
-            Activation::Silu => math::silu(v),
-            Activation::GeluTanh => math::gelu_tanh(v),
-        };
-        // SAFETY: in-bounds element of D (kernel contract).
+        // SAFETY: forwarded (function contract).
+        let v = unsafe { finish::<O>(p, value, batch, row, col) };
+        // SAFETY: in-bounds element of D (function contract).
         unsafe { *d.add((d_batch + row as u64 * p.ldd + col as u64) as usize) = O::from_f32(v) };
     });
 }
@@ -251,9 +359,14 @@ macro_rules! gemm_entries {
         /// # Safety
         /// See `gemm`: tensor maps and parameters as the host launcher builds them.
         #[kernel(threads = 384, min_blocks_per_sm = 1)]
-        pub unsafe fn $name(#[grid_constant] a_map: &TensorMap, #[grid_constant] b_map: &TensorMap, params: GemmParams) {
+        pub unsafe fn $name(
+            #[grid_constant] a_map: &TensorMap,
+            #[grid_constant] b_map: &TensorMap,
+            #[grid_constant] d_map: &TensorMap,
+            params: GemmParams,
+        ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { gemm::<$input, $output>(a_map, b_map, &params) }
+            unsafe { gemm::<$input, $output>(a_map, b_map, d_map, &params) }
         }
     )*};
 }
