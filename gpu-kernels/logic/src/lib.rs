@@ -8,6 +8,7 @@
 
 pub mod kernel_attrs;
 pub mod schedule;
+pub mod tcgen05_desc;
 
 #[cfg(test)]
 extern crate std;
