@@ -157,10 +157,10 @@ const fn n_legal_dense(kind: DenseKind, n: u32, cta: CtaGroup) -> bool {
         return false;
     }
     match (kind, cta) {
-        (DenseKind::I8, CtaGroup::One) => (n <= 32 && n % 8 == 0) || n % 16 == 0,
-        (DenseKind::I8, CtaGroup::Two) => n % 32 == 0,
-        (_, CtaGroup::One) => n % 8 == 0,
-        (_, CtaGroup::Two) => n % 16 == 0,
+        (DenseKind::I8, CtaGroup::One) => (n <= 32 && n.is_multiple_of(8)) || n.is_multiple_of(16),
+        (DenseKind::I8, CtaGroup::Two) => n.is_multiple_of(32),
+        (_, CtaGroup::One) => n.is_multiple_of(8),
+        (_, CtaGroup::Two) => n.is_multiple_of(16),
     }
 }
 
@@ -636,7 +636,7 @@ pub struct SmemDescFields {
 }
 
 const fn smem_field_ok(v: u32) -> bool {
-    v % 16 == 0 && v < SMEM_FIELD_LIMIT
+    v.is_multiple_of(16) && v < SMEM_FIELD_LIMIT
 }
 
 impl SmemDescFields {
