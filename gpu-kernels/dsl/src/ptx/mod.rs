@@ -8,11 +8,16 @@
 
 pub mod atomic;
 pub mod bar;
+pub mod clc;
 pub mod cvt;
 pub mod fence;
 pub mod mbarrier;
 pub mod misc;
 pub mod smem;
 pub mod sreg;
+pub mod tcgen05;
+#[rustfmt::skip]
+#[path = "generated/tcgen05_ld_st.rs"]
+pub mod tcgen05_ld_st;
 pub mod tma;
 pub mod warp;
