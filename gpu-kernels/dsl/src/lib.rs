@@ -19,6 +19,7 @@
 #![feature(asm_experimental_arch)]
 
 pub mod atomic;
+pub mod blackwell;
 pub mod num;
 pub mod ptx;
 pub mod shared;

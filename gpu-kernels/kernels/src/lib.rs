@@ -9,3 +9,5 @@
 pub mod elementwise;
 pub mod persistent_visit;
 pub mod reduce;
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod tcgen05_forms_sm100;
