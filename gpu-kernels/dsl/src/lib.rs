@@ -20,13 +20,19 @@
 
 pub mod atomic;
 pub mod blackwell;
+pub mod cluster;
+pub mod mbarrier;
 pub mod num;
+pub mod pipeline;
 pub mod ptx;
 pub mod shared;
 pub mod sync;
 pub mod thread;
+pub mod tile;
 pub mod time;
+pub mod tma;
 pub mod warp;
+pub mod warpgroup;
 
 pub use warpforge_abi as abi;
 pub use warpforge_logic as logic;

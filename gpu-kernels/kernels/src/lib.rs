@@ -7,6 +7,10 @@
 #![feature(abi_ptx)]
 
 pub mod elementwise;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod hopper_async_checks;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod hopper_l0_forms;
 pub mod persistent_visit;
 pub mod reduce;
 #[cfg(warpforge_arch = "sm_100a")]

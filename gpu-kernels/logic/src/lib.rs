@@ -7,9 +7,12 @@
 #![no_std]
 
 pub mod clc;
+pub mod fragment;
 pub mod kernel_attrs;
 pub mod schedule;
+pub mod swizzle;
 pub mod tcgen05_desc;
+pub mod wgmma_desc;
 
 #[cfg(test)]
 extern crate std;

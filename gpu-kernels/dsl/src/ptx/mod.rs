@@ -9,6 +9,7 @@
 pub mod atomic;
 pub mod bar;
 pub mod clc;
+pub mod cluster;
 pub mod cvt;
 pub mod fence;
 pub mod mbarrier;
@@ -21,3 +22,6 @@ pub mod tcgen05;
 pub mod tcgen05_ld_st;
 pub mod tma;
 pub mod warp;
+pub mod warpgroup;
+#[path = "generated/wgmma.rs"]
+pub mod wgmma;

@@ -55,10 +55,28 @@ sreg_u32! {
     smid => "%smid";
     /// Cluster index in the grid, x.
     clusterid_x => "%clusterid.x";
+    /// Cluster index in the grid, y.
+    clusterid_y => "%clusterid.y";
+    /// Cluster index in the grid, z.
+    clusterid_z => "%clusterid.z";
     /// Number of clusters in the grid, x.
     nclusterid_x => "%nclusterid.x";
+    /// Number of clusters in the grid, y.
+    nclusterid_y => "%nclusterid.y";
+    /// Number of clusters in the grid, z.
+    nclusterid_z => "%nclusterid.z";
     /// Block index inside its cluster, x.
     cluster_ctaid_x => "%cluster_ctaid.x";
+    /// Block index inside its cluster, y.
+    cluster_ctaid_y => "%cluster_ctaid.y";
+    /// Block index inside its cluster, z.
+    cluster_ctaid_z => "%cluster_ctaid.z";
+    /// Cluster shape in blocks, x.
+    cluster_nctaid_x => "%cluster_nctaid.x";
+    /// Cluster shape in blocks, y.
+    cluster_nctaid_y => "%cluster_nctaid.y";
+    /// Cluster shape in blocks, z.
+    cluster_nctaid_z => "%cluster_nctaid.z";
     /// Linear rank of this block inside its cluster.
     cluster_ctarank => "%cluster_ctarank";
     /// Number of blocks in this cluster.

@@ -1,0 +1,154 @@
+//! L2 multi-stage producer/consumer pipeline over mbarriers: `STAGES` shared-memory slots, each
+//! with a "full" barrier (the producer's TMA copies complete on it) and an "empty" barrier (the
+//! consumers release the slot). The state is just (stage, phase), as in DeepGEMM.
+//!
+//! The byte count each stage expects comes from the *types* of the tiles moved into it
+//! ([`TmaLoad::BYTES`]), so a producer cannot announce a count that disagrees with its copies
+//! unless it issues copies of other types.
+
+use crate::mbarrier::{MBARRIER_BYTES, Mbarrier, Phase};
+use crate::shared::DynamicShared;
+
+/// Something a TMA load fills, with the bytes its completion delivers.
+pub trait TmaLoad {
+    /// Transaction bytes of one load (box extents × element size, out-of-bounds fill included).
+    const BYTES: u32;
+}
+
+impl<A: TmaLoad, B: TmaLoad> TmaLoad for (A, B) {
+    const BYTES: u32 = A::BYTES + B::BYTES;
+}
+
+impl<A: TmaLoad, B: TmaLoad, C: TmaLoad> TmaLoad for (A, B, C) {
+    const BYTES: u32 = A::BYTES + B::BYTES + C::BYTES;
+}
+
+/// Position in the ring: which slot, and which phase of its barriers to wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PipelineState<const STAGES: usize> {
+    /// Slot index, `0..STAGES`.
+    pub stage: u32,
+    /// Phase of this lap around the ring.
+    pub phase: Phase,
+}
+
+impl<const STAGES: usize> PipelineState<STAGES> {
+    /// Slot 0, first phase.
+    pub const START: Self = PipelineState { stage: 0, phase: Phase::ZERO };
+
+    /// The next slot; the phase flips when the ring wraps.
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        self.stage += 1;
+        if self.stage == STAGES as u32 {
+            self.stage = 0;
+            self.phase = self.phase.flipped();
+        }
+    }
+}
+
+/// The barriers of a `STAGES`-deep ring, laid out as `full[0..STAGES]` then `empty[0..STAGES]`.
+#[derive(Clone, Copy, Debug)]
+pub struct Pipeline<const STAGES: usize> {
+    base: u32,
+}
+
+impl<const STAGES: usize> Pipeline<STAGES> {
+    const VALID: () = assert!(STAGES >= 1 && STAGES <= 32, "a pipeline has 1..=32 stages");
+
+    /// Carves the `2 × STAGES` barriers from the dynamic shared memory.
+    ///
+    /// # Safety
+    /// Every thread that uses the pipeline calls this at the same point of the same smem plan
+    /// (so all see the same addresses), and [`Self::init`] runs before first use.
+    #[inline(always)]
+    pub unsafe fn alloc(smem: &mut DynamicShared) -> Self {
+        let () = Self::VALID;
+        let slots = smem.alloc::<u64>(2 * STAGES as u32, MBARRIER_BYTES);
+        Pipeline { base: slots.addr() }
+    }
+
+    /// Initialises every barrier: `full` expects one producer arrival (plus the TMA bytes),
+    /// `empty` expects `consumer_arrivals`. Then publishes the inits; the caller follows with a
+    /// block (or cluster) barrier before anyone uses the pipeline.
+    ///
+    /// # Safety
+    /// Called by exactly one thread; `consumer_arrivals` is the number of [`Self::consumer_release`]
+    /// calls per stage and lap.
+    #[inline(always)]
+    pub unsafe fn init(&self, consumer_arrivals: u32) {
+        for s in 0..STAGES as u32 {
+            // SAFETY: forwarded to the caller; the slots were carved by `alloc`.
+            unsafe {
+                self.full(s).init(1);
+                self.empty(s).init(consumer_arrivals);
+            }
+        }
+        crate::mbarrier::fence_init();
+    }
+
+    /// The "full" barrier of `stage`.
+    #[inline(always)]
+    pub fn full(&self, stage: u32) -> Mbarrier {
+        // SAFETY: `alloc` carved the slot; `init` runs before any wait or arrive (its contract).
+        unsafe { Mbarrier::at(crate::shared::SharedPtr::from_addr(self.base + stage * MBARRIER_BYTES)) }
+    }
+
+    /// The "empty" barrier of `stage`.
+    #[inline(always)]
+    pub fn empty(&self, stage: u32) -> Mbarrier {
+        // SAFETY: as for `full`.
+        unsafe {
+            Mbarrier::at(crate::shared::SharedPtr::from_addr(self.base + (STAGES as u32 + stage) * MBARRIER_BYTES))
+        }
+    }
+
+    /// Producer: waits until the slot of `state` is free (the first lap passes at once), then
+    /// announces the bytes of `L` on its full barrier and returns that barrier, on which the
+    /// copies filling the slot must complete.
+    ///
+    /// # Safety
+    /// One producer thread per stage and lap; it then issues loads delivering exactly `L::BYTES`
+    /// that complete on the returned barrier.
+    #[inline(always)]
+    pub unsafe fn producer_acquire<L: TmaLoad>(&self, state: PipelineState<STAGES>) -> Mbarrier {
+        self.empty(state.stage).wait_phase(state.phase.flipped());
+        let full = self.full(state.stage);
+        // SAFETY: forwarded to the caller.
+        unsafe { full.arrive_expect_tx(L::BYTES) };
+        full
+    }
+
+    /// Producer without TMA (generic stores into the slot): waits for the slot to be free.
+    #[inline(always)]
+    pub fn producer_wait(&self, state: PipelineState<STAGES>) {
+        self.empty(state.stage).wait_phase(state.phase.flipped());
+    }
+
+    /// Producer without TMA: marks the slot full (one arrival, no bytes).
+    ///
+    /// # Safety
+    /// One producer arrival per stage and lap, after its writes to the slot.
+    #[inline(always)]
+    pub unsafe fn producer_commit(&self, state: PipelineState<STAGES>) {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.full(state.stage).arrive() };
+    }
+
+    /// Consumer: waits until the slot of `state` is full; its data is then visible.
+    #[inline(always)]
+    pub fn consumer_wait(&self, state: PipelineState<STAGES>) {
+        self.full(state.stage).wait_phase(state.phase);
+    }
+
+    /// Consumer: hands the slot back to the producer.
+    ///
+    /// # Safety
+    /// Each of the `consumer_arrivals` consumers calls this once per stage and lap, after its
+    /// last read of the slot (wgmma reads: after the covering `wait`).
+    #[inline(always)]
+    pub unsafe fn consumer_release(&self, state: PipelineState<STAGES>) {
+        // SAFETY: forwarded to the caller.
+        unsafe { self.empty(state.stage).arrive() };
+    }
+}

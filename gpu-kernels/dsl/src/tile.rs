@@ -1,0 +1,143 @@
+//! L2 shared-memory tiles: `SmemTile<T, ROWS, COLS, S>` is a ROWS × COLS row-major tile of `T`
+//! stored under swizzle mode `S`, aligned as the swizzle requires, carved from the dynamic
+//! shared memory. It knows its TMA transaction bytes and builds its wgmma descriptor, so a
+//! kernel never writes a byte count or a descriptor bit by hand.
+//!
+//! A swizzled tile's rows are exactly one swizzle span long (`COLS · size_of::<T>() = span`),
+//! the layout a TMA box with that inner extent writes and the canonical K-major wgmma layout;
+//! wider K is several tiles side by side.
+
+use core::marker::PhantomData;
+
+use crate::logic::swizzle::Swizzle;
+use crate::logic::wgmma_desc::WgmmaDesc;
+use crate::pipeline::TmaLoad;
+use crate::shared::{DynamicShared, SharedPtr};
+
+/// A swizzle mode as a type, so a tile's layout is part of its type.
+pub trait SwizzleMode {
+    /// The mode.
+    const SWIZZLE: Swizzle;
+}
+
+/// No swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct NoSwizzle;
+/// 32-byte swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct Swizzle32B;
+/// 64-byte swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct Swizzle64B;
+/// 128-byte swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct Swizzle128B;
+
+impl SwizzleMode for NoSwizzle {
+    const SWIZZLE: Swizzle = Swizzle::None;
+}
+impl SwizzleMode for Swizzle32B {
+    const SWIZZLE: Swizzle = Swizzle::B32;
+}
+impl SwizzleMode for Swizzle64B {
+    const SWIZZLE: Swizzle = Swizzle::B64;
+}
+impl SwizzleMode for Swizzle128B {
+    const SWIZZLE: Swizzle = Swizzle::B128;
+}
+
+/// A ROWS × COLS tile of `T` in shared memory under swizzle `S`.
+#[derive(Debug)]
+pub struct SmemTile<T, const ROWS: usize, const COLS: usize, S: SwizzleMode> {
+    ptr: SharedPtr<T>,
+    _layout: PhantomData<S>,
+}
+
+impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode> Clone for SmemTile<T, ROWS, COLS, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode> Copy for SmemTile<T, ROWS, COLS, S> {}
+
+impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, ROWS, COLS, S> {
+    /// Bytes of one row.
+    pub const ROW_BYTES: u32 = (COLS * core::mem::size_of::<T>()) as u32;
+    /// Bytes of the tile.
+    pub const BYTES: u32 = ROWS as u32 * Self::ROW_BYTES;
+    /// Required alignment of the tile's address.
+    pub const ALIGN: u32 = S::SWIZZLE.alignment();
+    const VALID: () = {
+        assert!(
+            matches!(S::SWIZZLE, Swizzle::None) || Self::ROW_BYTES == S::SWIZZLE.span_bytes(),
+            "a swizzled tile's rows are exactly one swizzle span"
+        );
+        assert!(Self::ROW_BYTES % 16 == 0, "rows are whole 16-byte chunks (TMA box rule)");
+        assert!(ROWS % 8 == 0, "rows come in 8-row core-matrix groups");
+    };
+
+    /// Carves the tile, aligned for its swizzle, from the dynamic shared memory.
+    #[inline(always)]
+    pub fn alloc(smem: &mut DynamicShared) -> Self {
+        let () = Self::VALID;
+        SmemTile { ptr: smem.alloc::<T>((ROWS * COLS) as u32, Self::ALIGN), _layout: PhantomData }
+    }
+
+    /// Shared-window address of the tile.
+    #[inline(always)]
+    pub fn addr(&self) -> u32 {
+        self.ptr.addr()
+    }
+
+    /// Byte offset of element (`row`, `col`) from the tile start, swizzle applied. Exact
+    /// because the tile starts on a swizzle-atom boundary.
+    #[inline(always)]
+    pub fn byte_offset(row: u32, col: u32) -> u32 {
+        S::SWIZZLE.apply(row * Self::ROW_BYTES + col * core::mem::size_of::<T>() as u32)
+    }
+
+    /// Reads element (`row`, `col`) with an ordinary shared load.
+    ///
+    /// # Safety
+    /// `row < ROWS`, `col < COLS`; the element was written and is visible to this thread (TMA
+    /// data after the barrier wait, generic stores after a block barrier).
+    #[inline(always)]
+    pub unsafe fn read(&self, row: u32, col: u32) -> T {
+        let p = SharedPtr::<u8>::as_mut_ptr(
+            // SAFETY: inside the tile, aligned for T since rows and chunks are.
+            unsafe { SharedPtr::from_addr(self.addr() + Self::byte_offset(row, col)) },
+        ) as *const T;
+        // SAFETY: see the function contract.
+        unsafe { p.read_volatile() }
+    }
+
+    /// Writes element (`row`, `col`) with an ordinary shared store (before an async-proxy reader
+    /// uses it: `sync::fence_proxy_async_shared` and a barrier).
+    ///
+    /// # Safety
+    /// `row < ROWS`, `col < COLS`; no other thread or async operation accesses the element.
+    #[inline(always)]
+    pub unsafe fn write(&self, row: u32, col: u32, value: T) {
+        // SAFETY: inside the tile.
+        let p = unsafe { SharedPtr::<T>::from_addr(self.addr() + Self::byte_offset(row, col)) }.as_mut_ptr();
+        // SAFETY: see the function contract.
+        unsafe { p.write_volatile(value) }
+    }
+
+    /// The wgmma descriptor of this tile as a K-major operand (rows = M or N, columns = K).
+    /// Without swizzle the tile must be one core matrix wide (8 rows of 16 bytes per group).
+    #[inline(always)]
+    pub fn desc_k_major(&self) -> WgmmaDesc {
+        const {
+            assert!(
+                !matches!(S::SWIZZLE, Swizzle::None) || Self::ROW_BYTES == 16,
+                "unswizzled K-major tiles are 16 bytes wide"
+            )
+        };
+        WgmmaDesc::k_major(self.addr(), S::SWIZZLE, Self::BYTES, 8 * Self::ROW_BYTES)
+    }
+}
+
+impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> TmaLoad for SmemTile<T, ROWS, COLS, S> {
+    const BYTES: u32 = Self::BYTES;
+}

@@ -1,0 +1,132 @@
+//! L1 TMA: tensor-map loads into [`SmemTile`]s completing on an [`Mbarrier`], stores and
+//! reduce-adds from tiles, multicast into a cluster, and the bulk-group waits. Destination
+//! first: `load_2d(&tile, map, x, y, &bar)`, `store_2d(map, x, y, &tile)`.
+//!
+//! The tensor map comes from the kernel parameter `#[grid_constant] map: &TensorMap`; its box
+//! must equal the tile (the host builds the map from the same tile type, so the expect-tx count
+//! of [`crate::pipeline::TmaLoad`] is what the copy delivers).
+
+use crate::abi::TensorMap;
+use crate::mbarrier::Mbarrier;
+use crate::ptx::tma as raw;
+use crate::tile::{SmemTile, SwizzleMode};
+
+/// Loads the 2-D box at (`x`, `y`) (innermost first, elements) into `dst`, completing on `bar`.
+///
+/// # Safety
+/// `map` describes a 2-D tensor whose box is `COLS × ROWS` of `T` with swizzle `S`; `bar` has
+/// announced the tile's bytes in its current phase; `dst` is not read or written until that
+/// phase completes.
+#[inline(always)]
+pub unsafe fn load_2d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    dst: &SmemTile<T, R, C, S>,
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    bar: &Mbarrier,
+) {
+    // SAFETY: forwarded to the caller; the tile is aligned for its swizzle by construction.
+    unsafe { raw::load_2d(dst.addr(), map, x, y, bar.addr()) }
+}
+
+/// As [`load_2d`] with an L2 evict-first hint (data read once).
+///
+/// # Safety
+/// As for [`load_2d`].
+#[inline(always)]
+pub unsafe fn load_2d_streaming<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    dst: &SmemTile<T, R, C, S>,
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    bar: &Mbarrier,
+) {
+    // SAFETY: building a policy has no preconditions; the load is forwarded to the caller.
+    unsafe { raw::load_2d_cache_hint(dst.addr(), map, x, y, bar.addr(), raw::create_policy_evict_first()) }
+}
+
+/// Loads the box once and delivers it to `dst` and `bar` *at the same offsets* in every CTA of
+/// the cluster whose rank bit is set in `cta_mask`.
+///
+/// # Safety
+/// As for [`load_2d`] in every destination CTA: each armed its own barrier with the tile's
+/// bytes, and all of them run the same smem plan.
+#[inline(always)]
+pub unsafe fn load_2d_multicast<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    dst: &SmemTile<T, R, C, S>,
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    bar: &Mbarrier,
+    cta_mask: u16,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe { raw::load_2d_multicast(dst.addr(), map, x, y, bar.addr(), cta_mask) }
+}
+
+/// Stores `src` to the 2-D box at (`x`, `y`). Complete with [`commit_group`] + [`wait_group`].
+///
+/// # Safety
+/// `map`'s box matches the tile; `src` was written by generic stores only before
+/// `sync::fence_proxy_async_shared` + a barrier, and is not overwritten before [`wait_group_read`].
+#[inline(always)]
+pub unsafe fn store_2d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    src: &SmemTile<T, R, C, S>,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe { raw::store_2d(map, x, y, src.addr()) }
+}
+
+/// Adds `src` element-wise into the 2-D box at (`x`, `y`).
+///
+/// # Safety
+/// As for [`store_2d`]; the element type supports add reductions.
+#[inline(always)]
+pub unsafe fn reduce_add_2d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    src: &SmemTile<T, R, C, S>,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe { raw::reduce_add_2d(map, x, y, src.addr()) }
+}
+
+/// Prefetches the tensor map into the TMA descriptor cache.
+#[inline(always)]
+pub fn prefetch(map: &TensorMap) {
+    // SAFETY: `map` is a live reference, hence a valid generic address; a prefetch has no effect
+    // beyond caching.
+    unsafe { raw::prefetch_tensormap(map) }
+}
+
+/// Closes the group of this thread's outstanding stores.
+#[inline(always)]
+pub fn commit_group() {
+    // SAFETY: no preconditions.
+    unsafe { raw::bulk_commit_group() }
+}
+
+/// Waits until at most `N` store groups are pending (their global writes done).
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    // SAFETY: no preconditions.
+    unsafe { raw::bulk_wait_group::<N>() }
+}
+
+/// Waits until at most `N` store groups still read shared memory (their sources are reusable).
+#[inline(always)]
+pub fn wait_group_read<const N: u32>() {
+    // SAFETY: no preconditions.
+    unsafe { raw::bulk_wait_group_read::<N>() }
+}
+
+/// Orders this thread's generic global writes before later TMA reads of them.
+#[inline(always)]
+pub fn fence_proxy_async_global() {
+    // SAFETY: a fence has no preconditions.
+    unsafe { raw::fence_proxy_async_global() }
+}
