@@ -156,6 +156,15 @@ fn render_regs(out: &mut String, n: u32) {
     writeln!(out, "/// registers).").unwrap();
     writeln!(out, "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]").unwrap();
     writeln!(out, "pub struct Regs{n}({fields});\n").unwrap();
+    writeln!(out, "impl Regs{n} {{").unwrap();
+    writeln!(out, "    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the").unwrap();
+    writeln!(out, "    /// values never go through local memory).").unwrap();
+    writeln!(out, "    #[inline(always)]").unwrap();
+    writeln!(out, "    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {{").unwrap();
+    for i in 0..n {
+        writeln!(out, "        f({i}, self.{i});").unwrap();
+    }
+    writeln!(out, "    }}\n}}\n").unwrap();
 }
 
 fn render_form(out: &mut String, f: LdStForm) {

@@ -7,6 +7,8 @@
 #![feature(abi_ptx)]
 
 pub mod elementwise;
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod gemm_bf16_tcgen05_clc_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
 #[cfg(warpforge_arch = "sm_90a")]

@@ -11,7 +11,8 @@
 //! * warp `w` may touch only lanes `32·(w % 4) … +31` — [`TmemAccumulator::warp_rows`] derives
 //!   the lane from the calling warp, so an epilogue cannot name another quarter.
 
-use crate::ptx::{tcgen05, tcgen05_ld_st::TmemCopy};
+use crate::ptx::tcgen05;
+pub use crate::ptx::tcgen05_ld_st::{Tmem16x64b, Tmem16x128b, Tmem16x256b, Tmem32x32b, TmemCopy};
 use crate::shared::SharedPtr;
 use crate::thread::warp_id;
 

@@ -8,9 +8,34 @@
 //! `.cta_group::1` is exposed here (a kernel may not mix CTA groups; the `::2` forms are L0).
 
 use crate::blackwell::tmem::TmemAddr;
-use crate::logic::tcgen05_desc::{BlockScaledMma, CtaGroup, DenseKind, DenseMma, ScaleFactorId, SmemDesc};
+use crate::logic::tcgen05_desc::{BlockScaledMma, CtaGroup, DenseKind, DenseMma, ScaleFactorId, SmemDesc, SmemLayout};
 use crate::ptx::tcgen05;
+use crate::tile::{NoSwizzle, SmemTile, Swizzle128B};
 use crate::warp::Elected;
+
+/// Bytes between 8-row core-matrix groups of a 128B-swizzled K-major tile (8 rows × 128 B).
+const SW128_GROUP_BYTES: u32 = 8 * 128;
+
+/// The tcgen05 descriptor of a 128B-swizzled K-major operand tile (rows = M or N, one 128-byte
+/// swizzle span of K per row), advanced `k_bytes` along K inside the swizzle atom (the K-step
+/// of one MMA: 32 bytes for bf16 K=16 or fp8 K=32).
+#[inline(always)]
+pub fn desc_k_major_sw128<T: Copy, const ROWS: usize, const COLS: usize>(
+    tile: &SmemTile<T, ROWS, COLS, Swizzle128B>,
+    k_bytes: u32,
+) -> SmemDesc {
+    match SmemDesc::k_major_swizzled(tile.addr(), SW128_GROUP_BYTES, SmemLayout::B128) {
+        Ok(d) => d.advance(k_bytes),
+        // The tile type guarantees 1024-byte alignment inside the 18-bit shared window.
+        Err(_) => crate::ptx::misc::trap(),
+    }
+}
+
+/// The descriptor of a 32-row × 16-byte scale-factor block (see [`scale_block_desc`]).
+#[inline(always)]
+pub fn desc_scale_block(tile: &SmemTile<u32, 32, 4, NoSwizzle>) -> SmemDesc {
+    scale_block_desc(tile.addr())
+}
 
 /// Whether the MMA adds to D or overwrites it (the `enable_input_d` predicate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -53,40 +53,359 @@ pub struct Tmem16x256b<const N: u32>;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs1(pub u32);
 
+impl Regs1 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+    }
+}
+
 /// 2 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs2(pub u32, pub u32);
+
+impl Regs2 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+    }
+}
 
 /// 4 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs4(pub u32, pub u32, pub u32, pub u32);
 
+impl Regs4 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+        f(2, self.2);
+        f(3, self.3);
+    }
+}
+
 /// 8 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs8(pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32);
+
+impl Regs8 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+        f(2, self.2);
+        f(3, self.3);
+        f(4, self.4);
+        f(5, self.5);
+        f(6, self.6);
+        f(7, self.7);
+    }
+}
 
 /// 16 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs16(pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32);
 
+impl Regs16 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+        f(2, self.2);
+        f(3, self.3);
+        f(4, self.4);
+        f(5, self.5);
+        f(6, self.6);
+        f(7, self.7);
+        f(8, self.8);
+        f(9, self.9);
+        f(10, self.10);
+        f(11, self.11);
+        f(12, self.12);
+        f(13, self.13);
+        f(14, self.14);
+        f(15, self.15);
+    }
+}
+
 /// 32 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs32(pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32);
+
+impl Regs32 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+        f(2, self.2);
+        f(3, self.3);
+        f(4, self.4);
+        f(5, self.5);
+        f(6, self.6);
+        f(7, self.7);
+        f(8, self.8);
+        f(9, self.9);
+        f(10, self.10);
+        f(11, self.11);
+        f(12, self.12);
+        f(13, self.13);
+        f(14, self.14);
+        f(15, self.15);
+        f(16, self.16);
+        f(17, self.17);
+        f(18, self.18);
+        f(19, self.19);
+        f(20, self.20);
+        f(21, self.21);
+        f(22, self.22);
+        f(23, self.23);
+        f(24, self.24);
+        f(25, self.25);
+        f(26, self.26);
+        f(27, self.27);
+        f(28, self.28);
+        f(29, self.29);
+        f(30, self.30);
+        f(31, self.31);
+    }
+}
 
 /// 64 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs64(pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32);
 
+impl Regs64 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+        f(2, self.2);
+        f(3, self.3);
+        f(4, self.4);
+        f(5, self.5);
+        f(6, self.6);
+        f(7, self.7);
+        f(8, self.8);
+        f(9, self.9);
+        f(10, self.10);
+        f(11, self.11);
+        f(12, self.12);
+        f(13, self.13);
+        f(14, self.14);
+        f(15, self.15);
+        f(16, self.16);
+        f(17, self.17);
+        f(18, self.18);
+        f(19, self.19);
+        f(20, self.20);
+        f(21, self.21);
+        f(22, self.22);
+        f(23, self.23);
+        f(24, self.24);
+        f(25, self.25);
+        f(26, self.26);
+        f(27, self.27);
+        f(28, self.28);
+        f(29, self.29);
+        f(30, self.30);
+        f(31, self.31);
+        f(32, self.32);
+        f(33, self.33);
+        f(34, self.34);
+        f(35, self.35);
+        f(36, self.36);
+        f(37, self.37);
+        f(38, self.38);
+        f(39, self.39);
+        f(40, self.40);
+        f(41, self.41);
+        f(42, self.42);
+        f(43, self.43);
+        f(44, self.44);
+        f(45, self.45);
+        f(46, self.46);
+        f(47, self.47);
+        f(48, self.48);
+        f(49, self.49);
+        f(50, self.50);
+        f(51, self.51);
+        f(52, self.52);
+        f(53, self.53);
+        f(54, self.54);
+        f(55, self.55);
+        f(56, self.56);
+        f(57, self.57);
+        f(58, self.58);
+        f(59, self.59);
+        f(60, self.60);
+        f(61, self.61);
+        f(62, self.62);
+        f(63, self.63);
+    }
+}
+
 /// 128 registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in
 /// registers).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Regs128(pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32, pub u32);
+
+impl Regs128 {
+    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the
+    /// values never go through local memory).
+    #[inline(always)]
+    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {
+        f(0, self.0);
+        f(1, self.1);
+        f(2, self.2);
+        f(3, self.3);
+        f(4, self.4);
+        f(5, self.5);
+        f(6, self.6);
+        f(7, self.7);
+        f(8, self.8);
+        f(9, self.9);
+        f(10, self.10);
+        f(11, self.11);
+        f(12, self.12);
+        f(13, self.13);
+        f(14, self.14);
+        f(15, self.15);
+        f(16, self.16);
+        f(17, self.17);
+        f(18, self.18);
+        f(19, self.19);
+        f(20, self.20);
+        f(21, self.21);
+        f(22, self.22);
+        f(23, self.23);
+        f(24, self.24);
+        f(25, self.25);
+        f(26, self.26);
+        f(27, self.27);
+        f(28, self.28);
+        f(29, self.29);
+        f(30, self.30);
+        f(31, self.31);
+        f(32, self.32);
+        f(33, self.33);
+        f(34, self.34);
+        f(35, self.35);
+        f(36, self.36);
+        f(37, self.37);
+        f(38, self.38);
+        f(39, self.39);
+        f(40, self.40);
+        f(41, self.41);
+        f(42, self.42);
+        f(43, self.43);
+        f(44, self.44);
+        f(45, self.45);
+        f(46, self.46);
+        f(47, self.47);
+        f(48, self.48);
+        f(49, self.49);
+        f(50, self.50);
+        f(51, self.51);
+        f(52, self.52);
+        f(53, self.53);
+        f(54, self.54);
+        f(55, self.55);
+        f(56, self.56);
+        f(57, self.57);
+        f(58, self.58);
+        f(59, self.59);
+        f(60, self.60);
+        f(61, self.61);
+        f(62, self.62);
+        f(63, self.63);
+        f(64, self.64);
+        f(65, self.65);
+        f(66, self.66);
+        f(67, self.67);
+        f(68, self.68);
+        f(69, self.69);
+        f(70, self.70);
+        f(71, self.71);
+        f(72, self.72);
+        f(73, self.73);
+        f(74, self.74);
+        f(75, self.75);
+        f(76, self.76);
+        f(77, self.77);
+        f(78, self.78);
+        f(79, self.79);
+        f(80, self.80);
+        f(81, self.81);
+        f(82, self.82);
+        f(83, self.83);
+        f(84, self.84);
+        f(85, self.85);
+        f(86, self.86);
+        f(87, self.87);
+        f(88, self.88);
+        f(89, self.89);
+        f(90, self.90);
+        f(91, self.91);
+        f(92, self.92);
+        f(93, self.93);
+        f(94, self.94);
+        f(95, self.95);
+        f(96, self.96);
+        f(97, self.97);
+        f(98, self.98);
+        f(99, self.99);
+        f(100, self.100);
+        f(101, self.101);
+        f(102, self.102);
+        f(103, self.103);
+        f(104, self.104);
+        f(105, self.105);
+        f(106, self.106);
+        f(107, self.107);
+        f(108, self.108);
+        f(109, self.109);
+        f(110, self.110);
+        f(111, self.111);
+        f(112, self.112);
+        f(113, self.113);
+        f(114, self.114);
+        f(115, self.115);
+        f(116, self.116);
+        f(117, self.117);
+        f(118, self.118);
+        f(119, self.119);
+        f(120, self.120);
+        f(121, self.121);
+        f(122, self.122);
+        f(123, self.123);
+        f(124, self.124);
+        f(125, self.125);
+        f(126, self.126);
+        f(127, self.127);
+    }
+}
 
 /// TMEM → registers, 32 lanes × 1 columns; registers valid only after
 /// [`super::tcgen05::wait_ld`].
