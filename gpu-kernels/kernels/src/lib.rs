@@ -9,6 +9,8 @@
 pub mod elementwise;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_bf16_tcgen05_clc_sm100;
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
 #[cfg(warpforge_arch = "sm_90a")]
