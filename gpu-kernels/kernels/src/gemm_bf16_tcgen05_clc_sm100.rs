@@ -24,7 +24,7 @@
 //! MMAs of tile i+1; CLC ring of 2 response slots.
 //!
 //! Shared memory: A stages 4 × 16 KiB (128 × 64 bf16, 128B swizzle) + B stages 4 × 32 KiB
-//! (256 × 64) = 192 KiB, + 12 mbarriers, 2 CLC slots, the TMEM address slot, and up to 1 KiB of
+//! (256 × 64) = 192 KiB, + 18 mbarriers, 2 CLC slots, the TMEM address slot, and up to 1 KiB of
 //! alignment: launch with 197 KiB of dynamic shared memory. TMEM: 512 columns = 2 × 256 f32.
 //!
 //! Launch contract: grid = ⌈M/128⌉ · ⌈N/256⌉ CTAs (x), 192 threads, cluster 1; tensor maps with

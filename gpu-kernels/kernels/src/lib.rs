@@ -6,6 +6,8 @@
 #![no_std]
 #![feature(abi_ptx)]
 
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod clc_visit_sm100;
 pub mod elementwise;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_bf16_tcgen05_clc_sm100;
