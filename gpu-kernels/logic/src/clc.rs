@@ -212,6 +212,38 @@ mod tests {
         assert_eq!(s.respond(CancelResponse::Canceled { first_cta_x: 3 }), Err(ClcError::MisalignedCluster));
     }
 
+    /// The typed cursor keeps one scheduler copy per thread: reader warps replay the request
+    /// (bookkeeping only) and every CTA of a cluster reads the same multicast answer. All copies
+    /// must walk the same work units, each CTA at `first + rank`.
+    #[test]
+    fn replicas_in_every_warp_and_cta_follow_the_issuer() {
+        let answers = [
+            CancelResponse::Canceled { first_cta_x: 8 },
+            CancelResponse::Canceled { first_cta_x: 2 },
+            CancelResponse::NotCanceled,
+        ];
+        let mut issuer = ClcScheduler::for_cta(5, 1, 2);
+        let mut reader = issuer;
+        let mut peer = ClcScheduler::for_cta(4, 0, 2);
+        let mut units = std::vec::Vec::new();
+        for answer in answers {
+            units.push(issuer.work_unit());
+            issuer.request().unwrap();
+            assert_eq!(reader.request(), Ok(()));
+            assert_eq!(peer.request(), Ok(()));
+            // The issuing warp's other lanes replay the request too; it must stay one request.
+            let mut lane = issuer;
+            assert_eq!(lane.request(), Err(ClcError::RequestInFlight));
+            let step = issuer.respond(answer);
+            assert_eq!(reader.respond(answer), step);
+            assert_eq!(peer.respond(answer), step);
+            assert_eq!(issuer.cta_tile(1), reader.cta_tile(1));
+            assert_eq!(peer.cta_tile(0).map(|t| t + 1), issuer.cta_tile(1));
+        }
+        assert_eq!(units, [Some(2), Some(4), Some(1)]);
+        assert!(issuer.cta_tile(1).is_none() && peer.cta_tile(0).is_none());
+    }
+
     #[test]
     fn static_persistent_strides_over_the_units() {
         let mut w = StaticPersistent::new(2, 3, 9);
