@@ -27,6 +27,9 @@ struct Machine {
     launch_latency: u64,
     /// Per SM: held by other work until this time (0 = free at start).
     sm_busy_until: Vec<u64>,
+    /// A deliberately wrong launcher that still launches cancelled clusters, after the regular
+    /// queue (to show that the checks catch a broken CLC model).
+    cancel_keeps_cluster: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +74,8 @@ struct Sim<'a> {
     seq: u64,
     free_sms: u32,
     unlaunched: VecDeque<u32>,
+    /// Cancelled clusters the faulty launcher runs anyway.
+    relaunch: VecDeque<u32>,
     launched: Vec<u32>,
     cancelled: Vec<u32>,
     workers: Vec<Worker>,
@@ -89,7 +94,7 @@ impl Sim<'_> {
 
     fn launch_what_fits(&mut self, t: u64, mode: Mode) {
         while self.free_sms >= self.m.cluster {
-            let Some(cluster) = self.unlaunched.pop_front() else { return };
+            let Some(cluster) = self.unlaunched.pop_front().or_else(|| self.relaunch.pop_front()) else { return };
             self.free_sms -= self.m.cluster;
             self.launched.push(cluster);
             let sched = match mode {
@@ -170,7 +175,11 @@ impl Sim<'_> {
                     }
                 }
                 Event::CancelTakesEffect(w) => {
-                    let response = match self.unlaunched.pop_front() {
+                    let victim = self.unlaunched.pop_front();
+                    if let (true, Some(cluster)) = (self.m.cancel_keeps_cluster, victim) {
+                        self.relaunch.push_back(cluster);
+                    }
+                    let response = match victim {
                         Some(cluster) => {
                             self.cancelled.push(cluster);
                             CancelResponse::Canceled { first_cta_x: cluster * self.m.cluster }
@@ -202,6 +211,7 @@ fn simulate(m: &Machine, costs: &[u64], mode: Mode) -> Outcome {
         seq: 0,
         free_sms: 0,
         unlaunched: (0..grid).collect(),
+        relaunch: VecDeque::new(),
         launched: Vec::new(),
         cancelled: Vec::new(),
         workers: Vec::new(),
@@ -285,7 +295,14 @@ fn machine(busy_percent: u64, busy_units: u64, rng: &mut Rng) -> Machine {
     let sms = 148;
     let sm_busy_until =
         (0..sms).map(|_| if rng.below(100) < busy_percent { 1 + rng.below(busy_units * UNIT) } else { 0 }).collect();
-    Machine { sms, cluster: 2, clc_latency: UNIT / 100, launch_latency: UNIT / 50, sm_busy_until }
+    Machine {
+        sms,
+        cluster: 2,
+        clc_latency: UNIT / 100,
+        launch_latency: UNIT / 50,
+        sm_busy_until,
+        cancel_keeps_cluster: false,
+    }
 }
 
 #[test]
@@ -316,6 +333,17 @@ fn makespan_respects_the_work_bound() {
     }
 }
 
+#[test]
+fn the_checks_catch_a_launcher_that_runs_cancelled_clusters() {
+    let mut rng = Rng(3);
+    let mut m = machine(0, 1, &mut rng);
+    m.cancel_keeps_cluster = true;
+    let c = costs(Workload::Uniform, 400, 74, &mut rng);
+    let caught = std::panic::catch_unwind(|| simulate(&m, &c, Mode::Clc)).expect_err("the broken launcher passed");
+    let message = caught.downcast_ref::<std::string::String>().map(|s| s.as_str()).unwrap_or_default();
+    assert!(message.contains("computed 2 times"), "unexpected failure: {message}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     #[test]
@@ -326,7 +354,7 @@ proptest! {
         let mut rng = Rng(seed);
         let sms = sms.max(cluster);
         let sm_busy_until = (0..sms).map(|_| if rng.below(100) < busy_percent { 1 + rng.below(5 * UNIT) } else { 0 }).collect();
-        let m = Machine { sms, cluster, clc_latency, launch_latency: 5, sm_busy_until };
+        let m = Machine { sms, cluster, clc_latency, launch_latency: 5, sm_busy_until, cancel_keeps_cluster: false };
         let c: Vec<u64> = (0..units).map(|_| 1 + rng.below(4 * UNIT)).collect();
         let clc = simulate(&m, &c, Mode::Clc);
         let stat = simulate(&m, &c, Mode::Static);
