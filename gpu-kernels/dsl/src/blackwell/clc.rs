@@ -26,7 +26,8 @@
 
 use crate::cluster;
 use crate::logic::clc::{CancelResponse, ClcScheduler, Step};
-use crate::mbarrier::{MBARRIER_BYTES, Mbarrier, Phase};
+use crate::mbarrier::{MBARRIER_BYTES, Mbarrier};
+use crate::pipeline::PipelineState;
 use crate::ptx::{bar, clc, fence};
 use crate::shared::{DynamicShared, SharedPtr};
 use crate::thread::block_idx;
@@ -107,8 +108,8 @@ pub struct ClcCursor<const SLOTS: usize> {
     sched: ClcScheduler,
     rank: u32,
     cluster_size: u32,
-    slot: u32,
-    phase: Phase,
+    /// Response slot of the current tile and the phase of its barriers.
+    ring: PipelineState<SLOTS>,
 }
 
 impl<const SLOTS: usize> ClcCursor<SLOTS> {
@@ -120,8 +121,7 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
             sched: ClcScheduler::for_cta(block_idx().x, rank, cluster_size),
             rank,
             cluster_size,
-            slot: 0,
-            phase: Phase::ZERO,
+            ring: PipelineState::START,
         }
     }
 
@@ -143,9 +143,9 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
         if self.sched.request().is_err() || issuer.is_none() {
             return;
         }
-        let slot = self.slot;
+        let slot = self.ring.stage;
         let resp = pipe.resp + CLC_RESPONSE_BYTES * slot;
-        pipe.empty(slot).wait_phase(self.phase.flipped());
+        pipe.empty(slot).wait_phase(self.ring.phase.flipped());
         let full = pipe.full(slot);
         // SAFETY: the local readers released the slot (empty barrier); the full barrier is armed
         // for the 16 response bytes of this phase (they may land before or after the arming).
@@ -158,7 +158,7 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
             // failed cancel.
             unsafe { clc::try_cancel(resp, full.addr()) };
         } else {
-            pipe.cluster_empty(slot).wait_phase_cluster(self.phase.flipped());
+            pipe.cluster_empty(slot).wait_phase_cluster(self.ring.phase.flipped());
             // SAFETY: every reader of every CTA released the slot (cluster_empty, acquire at
             // cluster scope); every CTA arms its own full barrier for this phase; no CTA has
             // exited (all leave only after the same failed answer, which ends requests).
@@ -176,8 +176,8 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
     pub unsafe fn advance(&mut self, pipe: &ClcPipeline<SLOTS>, releaser: Option<&Elected>) -> Option<u32> {
         // Readers other than the issuer record the request the issuer made for this tile.
         let _ = self.sched.request();
-        let slot = self.slot;
-        pipe.full(slot).wait_phase(self.phase);
+        let slot = self.ring.stage;
+        pipe.full(slot).wait_phase(self.ring.phase);
         // SAFETY: the full barrier's completion made the async response write visible.
         let (canceled, first_cta_x) = unsafe { clc::query_cancel_x(pipe.resp + CLC_RESPONSE_BYTES * slot) };
         // SAFETY: fences and warp sync order this warp's reads of the slot before its release.
@@ -195,11 +195,7 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
                 }
             }
         }
-        self.slot += 1;
-        if self.slot == SLOTS as u32 {
-            self.slot = 0;
-            self.phase = self.phase.flipped();
-        }
+        self.ring.advance();
         let response = if canceled { CancelResponse::Canceled { first_cta_x } } else { CancelResponse::NotCanceled };
         match self.sched.respond(response) {
             Ok(Step::Work { .. }) => self.tile(),

@@ -101,6 +101,7 @@ impl Umma {
             match self.kind {
                 DenseKind::F16 => tcgen05::mma_f16_ss_cta1(d.0, a.0, b.0, self.idesc, e),
                 DenseKind::Tf32 => tcgen05::mma_tf32_ss_cta1(d.0, a.0, b.0, self.idesc, e),
+                // `new` rejects kind::i8, so this arm is kind::f8f6f4.
                 DenseKind::F8F6F4 | DenseKind::I8 => tcgen05::mma_f8f6f4_ss_cta1(d.0, a.0, b.0, self.idesc, e),
             }
         }
@@ -118,6 +119,7 @@ impl Umma {
             match self.kind {
                 DenseKind::F16 => tcgen05::mma_f16_ts_cta1(d.0, a.0, b.0, self.idesc, e),
                 DenseKind::Tf32 => tcgen05::mma_tf32_ts_cta1(d.0, a.0, b.0, self.idesc, e),
+                // `new` rejects kind::i8, so this arm is kind::f8f6f4.
                 DenseKind::F8F6F4 | DenseKind::I8 => tcgen05::mma_f8f6f4_ts_cta1(d.0, a.0, b.0, self.idesc, e),
             }
         }
