@@ -152,12 +152,14 @@ fn doc_list(n: u32) -> String {
 
 fn render_regs(out: &mut String, n: u32) {
     let fields = vec!["pub u32"; n as usize].join(", ");
-    writeln!(out, "/// {n} registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in").unwrap();
+    writeln!(out, "/// {n} registers of one `tcgen05.ld/st` form, field i = register i (scalars, so they stay in")
+        .unwrap();
     writeln!(out, "/// registers).").unwrap();
     writeln!(out, "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]").unwrap();
     writeln!(out, "pub struct Regs{n}({fields});\n").unwrap();
     writeln!(out, "impl Regs{n} {{").unwrap();
-    writeln!(out, "    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the").unwrap();
+    writeln!(out, "    /// Calls `f(i, register i)` for every register, in order (constant field accesses, so the")
+        .unwrap();
     writeln!(out, "    /// values never go through local memory).").unwrap();
     writeln!(out, "    #[inline(always)]").unwrap();
     writeln!(out, "    pub fn for_each(self, mut f: impl FnMut(u32, u32)) {{").unwrap();
@@ -177,8 +179,13 @@ fn render_form(out: &mut String, f: LdStForm) {
     let outs: String = (0..n).map(|i| format!("out(reg32) r.{i}, ")).collect();
     let ins: String = (0..n).map(|i| format!("in(reg32) v.{i}, ")).collect();
 
-    writeln!(out, "/// TMEM → registers, {} lanes × {} columns; registers valid only after", f.shape.lanes(), f.columns())
-        .unwrap();
+    writeln!(
+        out,
+        "/// TMEM → registers, {} lanes × {} columns; registers valid only after",
+        f.shape.lanes(),
+        f.columns()
+    )
+    .unwrap();
     writeln!(out, "/// [`super::tcgen05::wait_ld`].\n///").unwrap();
     writeln!(out, "/// Emits `{ld} {{{}}}, [taddr];`.\n///", doc_list(n)).unwrap();
     writeln!(out, "/// # Safety\n/// See [`TmemCopy::load`].").unwrap();
@@ -328,6 +335,10 @@ mod tests {
             std::fs::write(&path, &fresh).unwrap();
         }
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(committed == fresh, "{} is stale: run WARPFORGE_BLESS=1 cargo test -p warpforge-codegen", path.display());
+        assert!(
+            committed == fresh,
+            "{} is stale: run WARPFORGE_BLESS=1 cargo test -p warpforge-codegen",
+            path.display()
+        );
     }
 }
