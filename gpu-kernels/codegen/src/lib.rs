@@ -9,9 +9,10 @@
 //! `gpu-kernels/dsl/src/ptx/generated/wgmma.rs`. A test fails when that file is stale;
 //! `WARPFORGE_BLESS=1 cargo test -p warpforge-codegen` rewrites it.
 //!
-//! Coverage choice (keeps the rendered file near 150 KB): every legal N for the f32-accumulating
-//! bf16 and f16 forms (the GEMM and attention workhorses, where tile shape tuning wants any N),
-//! and N ∈ {8} ∪ {16, 32, …, 256} for the f16-accumulating, tf32 and fp8 forms.
+//! Coverage choice (the rendered file is about 220 KB, against ~700 KB for every N of every
+//! row): every legal N for the f32-accumulating bf16 and f16 forms (the GEMM and attention
+//! workhorses, where tile-shape tuning wants any N), and N ∈ {8} ∪ {16, 32, …, 256} for the
+//! f16-accumulating, tf32 and fp8 forms.
 //!
 //! [`tcgen05`] renders Blackwell's `tcgen05.ld/st` family the same way.
 

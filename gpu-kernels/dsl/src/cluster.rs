@@ -33,14 +33,21 @@ pub fn is_explicit() -> bool {
 /// Arrive (release) + wait (acquire) on the cluster barrier: all CTAs' prior writes, smem and
 /// mbarrier inits included, are visible afterwards.
 ///
+/// Every CTA on sm_90+ belongs to a cluster (1 × 1 × 1 when launched without one), so this is
+/// also a block barrier. It uses the non-`.aligned` forms on purpose: `asm!` blocks are not
+/// `convergent` to LLVM, which may duplicate a barrier into both sides of a thread-divergent
+/// branch (seen with `if thread_rank() == 0 { .. } barrier; if thread_rank() == 0 { .. }`:
+/// jump threading gives lane 0 and lanes 1–31 different copies). An `.aligned` barrier (which
+/// `bar.sync` is) reached at different PCs within a warp is undefined; these forms are not.
+///
 /// # Safety
-/// Every non-exited thread of every CTA of the cluster calls it, in warp-uniform control flow.
+/// Every non-exited thread of every CTA of the cluster calls it.
 #[inline(always)]
 pub unsafe fn sync() {
     // SAFETY: forwarded to the caller.
     unsafe {
-        raw::barrier_cluster_arrive_aligned();
-        raw::barrier_cluster_wait_aligned();
+        raw::barrier_cluster_arrive_release();
+        raw::barrier_cluster_wait_acquire();
     }
 }
 

@@ -10,6 +10,10 @@
 //!   warp/lane/warpgroup ids), [`shared`] (dynamic and static shared memory), [`sync`]
 //!   (block and named barriers, fences), [`warp`] (shuffle, vote, match, elect), [`atomic`],
 //!   [`time`].
+//! * Hopper async machinery, typed: [`mbarrier`] (`Mbarrier` + `Phase`), [`tile`] (`SmemTile`
+//!   with its swizzle in the type, building its wgmma descriptor), [`pipeline`]
+//!   (`Pipeline<STAGES>` whose expect-tx bytes come from the tile types), [`tma`], and the
+//!   scopes [`cluster`] and [`warpgroup`] (wgmma, register reallocation).
 //! * [`logic`] — the pure index and scheduling code that the host tests on the CPU.
 //!
 //! A kernel is an `unsafe fn` under [`kernel`], which carries its launch attributes into the PTX.

@@ -23,6 +23,12 @@ impl Phase {
     /// start out free (the wait returns at once).
     pub const ONE: Phase = Phase(1);
 
+    /// The phase with PTX parity `parity` (only its low bit counts).
+    #[inline(always)]
+    pub const fn from_parity(parity: u32) -> Phase {
+        Phase(parity & 1)
+    }
+
     /// The next phase.
     #[inline(always)]
     pub const fn flipped(self) -> Phase {

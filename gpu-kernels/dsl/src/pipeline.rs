@@ -4,7 +4,8 @@
 //!
 //! The byte count each stage expects comes from the *types* of the tiles moved into it
 //! ([`TmaLoad::BYTES`]), so a producer cannot announce a count that disagrees with its copies
-//! unless it issues copies of other types.
+//! unless it issues copies of other types. The (stage, parity) state and its wait rule are the
+//! host-tested [`crate::logic::pipeline_ring`].
 
 use crate::mbarrier::{MBARRIER_BYTES, Mbarrier, Phase};
 use crate::shared::DynamicShared;
@@ -23,29 +24,9 @@ impl<A: TmaLoad, B: TmaLoad, C: TmaLoad> TmaLoad for (A, B, C) {
     const BYTES: u32 = A::BYTES + B::BYTES + C::BYTES;
 }
 
-/// Position in the ring: which slot, and which phase of its barriers to wait for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PipelineState<const STAGES: usize> {
-    /// Slot index, `0..STAGES`.
-    pub stage: u32,
-    /// Phase of this lap around the ring.
-    pub phase: Phase,
-}
-
-impl<const STAGES: usize> PipelineState<STAGES> {
-    /// Slot 0, first phase.
-    pub const START: Self = PipelineState { stage: 0, phase: Phase::ZERO };
-
-    /// The next slot; the phase flips when the ring wraps.
-    #[inline(always)]
-    pub fn advance(&mut self) {
-        self.stage += 1;
-        if self.stage == STAGES as u32 {
-            self.stage = 0;
-            self.phase = self.phase.flipped();
-        }
-    }
-}
+/// Position in the ring: (stage, parity), with the advance rule host-tested against a CPU
+/// model of mbarrier parity waits in `logic::pipeline_ring`.
+pub use crate::logic::pipeline_ring::RingState as PipelineState;
 
 /// The barriers of a `STAGES`-deep ring, laid out as `full[0..STAGES]` then `empty[0..STAGES]`.
 #[derive(Clone, Copy, Debug)]
@@ -112,7 +93,7 @@ impl<const STAGES: usize> Pipeline<STAGES> {
     /// that complete on the returned barrier.
     #[inline(always)]
     pub unsafe fn producer_acquire<L: TmaLoad>(&self, state: PipelineState<STAGES>) -> Mbarrier {
-        self.empty(state.stage).wait_phase(state.phase.flipped());
+        self.empty(state.stage).wait_phase(Phase::from_parity(state.producer_parity()));
         let full = self.full(state.stage);
         // SAFETY: forwarded to the caller.
         unsafe { full.arrive_expect_tx(L::BYTES) };
@@ -122,7 +103,7 @@ impl<const STAGES: usize> Pipeline<STAGES> {
     /// Producer without TMA (generic stores into the slot): waits for the slot to be free.
     #[inline(always)]
     pub fn producer_wait(&self, state: PipelineState<STAGES>) {
-        self.empty(state.stage).wait_phase(state.phase.flipped());
+        self.empty(state.stage).wait_phase(Phase::from_parity(state.producer_parity()));
     }
 
     /// Producer without TMA: marks the slot full (one arrival, no bytes).
@@ -138,7 +119,7 @@ impl<const STAGES: usize> Pipeline<STAGES> {
     /// Consumer: waits until the slot of `state` is full; its data is then visible.
     #[inline(always)]
     pub fn consumer_wait(&self, state: PipelineState<STAGES>) {
-        self.full(state.stage).wait_phase(state.phase);
+        self.full(state.stage).wait_phase(Phase::from_parity(state.consumer_parity()));
     }
 
     /// Consumer: hands the slot back to the producer.

@@ -72,8 +72,8 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, 
             matches!(S::SWIZZLE, Swizzle::None) || Self::ROW_BYTES == S::SWIZZLE.span_bytes(),
             "a swizzled tile's rows are exactly one swizzle span"
         );
-        assert!(Self::ROW_BYTES % 16 == 0, "rows are whole 16-byte chunks (TMA box rule)");
-        assert!(ROWS % 8 == 0, "rows come in 8-row core-matrix groups");
+        assert!(Self::ROW_BYTES.is_multiple_of(16), "rows are whole 16-byte chunks (TMA box rule)");
+        assert!(ROWS.is_multiple_of(8), "rows come in 8-row core-matrix groups");
     };
 
     /// Carves the tile, aligned for its swizzle, from the dynamic shared memory.
@@ -140,4 +140,44 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, 
 
 impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> TmaLoad for SmemTile<T, ROWS, COLS, S> {
     const BYTES: u32 = Self::BYTES;
+}
+
+/// `STAGES` tiles back to back, one per pipeline stage, selected by a runtime stage index
+/// without an indexed array (which would live in local memory).
+#[derive(Debug)]
+pub struct SmemTileRing<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> {
+    first: SmemTile<T, ROWS, COLS, S>,
+}
+
+impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> Clone
+    for SmemTileRing<T, ROWS, COLS, S, STAGES>
+{
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize> Copy
+    for SmemTileRing<T, ROWS, COLS, S, STAGES>
+{
+}
+
+impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES: usize>
+    SmemTileRing<T, ROWS, COLS, S, STAGES>
+{
+    /// Carves the `STAGES` tiles. Each tile is a whole number of swizzle atoms (8-row groups of
+    /// span-long rows), so every stage stays aligned.
+    #[inline(always)]
+    pub fn alloc(smem: &mut DynamicShared) -> Self {
+        let () = SmemTile::<T, ROWS, COLS, S>::VALID;
+        let ptr = smem.alloc::<T>((STAGES * ROWS * COLS) as u32, SmemTile::<T, ROWS, COLS, S>::ALIGN);
+        SmemTileRing { first: SmemTile { ptr, _layout: PhantomData } }
+    }
+
+    /// The tile of stage `stage` (`< STAGES`).
+    #[inline(always)]
+    pub fn stage(&self, stage: u32) -> SmemTile<T, ROWS, COLS, S> {
+        let addr = self.first.addr() + stage * SmemTile::<T, ROWS, COLS, S>::BYTES;
+        // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
+        SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData }
+    }
 }

@@ -100,7 +100,7 @@ pub unsafe fn mma<Acc, TA, TB, const M: usize, const KA: usize, const N: usize, 
 {
     const {
         assert!(M == 64, "wgmma A tiles have 64 rows");
-        assert!(KA == KB && TA::K == TB::K && KA % TA::K == 0, "A and B cover the same K in whole steps");
+        assert!(KA == KB && TA::K == TB::K && KA.is_multiple_of(TA::K), "A and B cover the same K in whole steps");
         assert!(N as u32 == Acc::N, "B rows must equal the accumulator's N");
     };
     let (da, db) = (a.desc_k_major(), b.desc_k_major());
@@ -110,6 +110,30 @@ pub unsafe fn mma<Acc, TA, TB, const M: usize, const KA: usize, const N: usize, 
         // SAFETY: forwarded to the caller; K-major operands take trans = 0 and scale 1.
         unsafe { acc.mma_ss::<1, 1, 0, 0>(da.advance(k * step_a).0, db.advance(k * step_b).0, accumulate || k > 0) };
     }
+}
+
+/// `acc = a · b[k-step]ᵀ (+ acc if accumulate)` for one instruction K: A from registers (the
+/// RS form, fragment map in `logic::fragment`), B the `k_step`-th K-slice of an N × K tile.
+///
+/// # Safety
+/// As for [`mma`]; additionally `a` holds this thread's fragment of the 64 × K-step slice of A
+/// and `k_step < KB / TB::K`.
+#[inline(always)]
+pub unsafe fn mma_rs<Acc, TB, const N: usize, const KB: usize, SB>(
+    acc: &mut Acc,
+    a: &RegA,
+    b: &SmemTile<TB, N, KB, SB>,
+    k_step: u32,
+    accumulate: bool,
+) where
+    TB: WgmmaElement,
+    SB: SwizzleMode,
+    Acc: WgmmaRs<TB::Kind, TB::Kind>,
+{
+    const { assert!(N as u32 == Acc::N && KB.is_multiple_of(TB::K), "B rows = accumulator N, whole K steps") };
+    let step = (TB::K * core::mem::size_of::<TB>()) as u32;
+    // SAFETY: forwarded to the caller; a K-major B takes trans = 0 and scale 1.
+    unsafe { acc.mma_rs::<1, 1, 0>(a, b.desc_k_major().advance(k_step * step).0, accumulate) };
 }
 
 /// Calls `f(row, col, value)` for every accumulator element this thread holds (the m64nN

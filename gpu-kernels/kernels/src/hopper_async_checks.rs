@@ -10,11 +10,10 @@ use warpforge_dsl::cluster;
 use warpforge_dsl::kernel;
 use warpforge_dsl::mbarrier::{Mbarrier, Phase, fence_init};
 use warpforge_dsl::num::Bf16;
-use warpforge_dsl::pipeline::{Pipeline, PipelineState};
+use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
-use warpforge_dsl::sync::sync_threads;
 use warpforge_dsl::thread::{block_rank, lane_id, thread_rank, warpgroup_id};
-use warpforge_dsl::tile::{SmemTile, Swizzle128B};
+use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::tma;
 use warpforge_dsl::warpgroup::{self, Accumulator};
 
@@ -69,8 +68,9 @@ pub unsafe fn tma_load_swizzle_sm90a(#[grid_constant] map: &TensorMap, x: i32, y
         unsafe { bar.init(1) };
         fence_init();
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     if thread_rank() == 0 {
         // SAFETY: the barrier expects exactly the tile's bytes, which this one load delivers.
         unsafe {
@@ -108,8 +108,9 @@ pub unsafe fn tma_store_roundtrip_sm90a(
         unsafe { bar.init(1) };
         fence_init();
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     if thread_rank() == 0 {
         // SAFETY: one load of exactly the announced bytes.
         unsafe {
@@ -141,7 +142,7 @@ pub unsafe fn tma_store_roundtrip_sm90a(
 ///
 /// # Safety
 /// As described.
-#[kernel(threads = 256, min_blocks_per_sm = 1)]
+#[kernel(threads = 256, min_blocks_per_sm = 1, max_registers = 168)]
 pub unsafe fn mbarrier_pipeline_sm90a(iters: u32, out: *mut u32) {
     let mut smem = DynamicShared::window();
     // SAFETY: every thread runs the same smem plan; init below precedes use.
@@ -151,11 +152,13 @@ pub unsafe fn mbarrier_pipeline_sm90a(iters: u32, out: *mut u32) {
         // SAFETY: one thread; each of the 128 consumer threads releases every slot once per lap.
         unsafe { pipe.init(128) };
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     let mut state = PipelineState::<PIPELINE_STAGES>::START;
     if warpgroup_id() == 0 {
-        // SAFETY: the whole warpgroup executes it; the kernel has a fixed entry register count.
+        // SAFETY: the whole warpgroup executes it; `max_registers = 168` fixes the entry count, and
+        // 128 · 40 + 128 · 232 registers fit the register file.
         unsafe { warpgroup::setmaxnreg_dec::<40>() };
         if thread_rank() == 0 {
             for it in 0..iters {
@@ -209,12 +212,13 @@ pub unsafe fn wgmma_bf16_ss_sm90a(#[grid_constant] a_map: &TensorMap, #[grid_con
         unsafe { full.init(1) };
         fence_init();
     }
-    // SAFETY: every thread reaches it.
-    unsafe { sync_threads() };
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
     if thread_rank() == 0 {
         // SAFETY: the two loads deliver exactly the bytes of (A, B).
         unsafe {
-            full.arrive_expect_tx(<(BoxTile, WgmmaBTile) as warpforge_dsl::pipeline::TmaLoad>::BYTES);
+            full.arrive_expect_tx(<(BoxTile, WgmmaBTile) as TmaLoad>::BYTES);
             tma::load_2d(&a, a_map, 0, 0, &full);
             tma::load_2d(&b, b_map, 0, 0, &full);
         }
@@ -298,7 +302,7 @@ pub unsafe fn tma_multicast_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i
         unsafe {
             bar.init(1);
             fence_init();
-            bar.arrive_expect_tx(2 * HalfBoxTile::BYTES);
+            bar.arrive_expect_tx(<(HalfBoxTile, HalfBoxTile) as TmaLoad>::BYTES);
         }
     }
     // SAFETY: every thread of both CTAs reaches it: both barriers are armed before any load.
@@ -315,4 +319,78 @@ pub unsafe fn tma_multicast_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i
     };
     // SAFETY: every thread reaches it; no CTA exits while a multicast into it may be pending.
     unsafe { cluster::sync() };
+}
+
+/// Stages of [`wgmma_pipelined_bf16_sm90a`].
+pub const GEMM_CHECK_STAGES: usize = 2;
+/// Dynamic shared memory of [`wgmma_pipelined_bf16_sm90a`] (needs the > 48 KiB opt-in).
+pub const GEMM_CHECK_SMEM_BYTES: u32 = GEMM_CHECK_STAGES as u32 * (BoxTile::BYTES + WgmmaBTile::BYTES) + 2048;
+
+/// (g) The TMA → mbarrier pipeline → wgmma loop of a GEMM tile, warp-specialised:
+/// `D(64×128) = A(64×K) · B(128×K)ᵀ` with K = 64 · `k_tiles`. Warpgroup 0 (40 registers):
+/// thread 0 issues the TMA loads of each K-slice into a 2-stage ring; warpgroup 1 (232
+/// registers) waits, runs the wgmmas and releases the slot. Launch: 1 block × 256 threads,
+/// [`GEMM_CHECK_SMEM_BYTES`]. `a_map`: bf16 [64][K] row-major, box 64 × 64; `b_map`: bf16
+/// [128][K], box 64 × 128; both SWIZZLE_128B. `d`: 64 × 128 f32 row-major.
+/// Host checks: `d[m][n] = Σ_k a[m][k] · b[n][k]` (f32 tolerance), for several `k_tiles` ≥ 3
+/// so that the ring wraps and the phases flip.
+///
+/// # Safety
+/// As described.
+#[kernel(threads = 256, min_blocks_per_sm = 1, max_registers = 168)]
+pub unsafe fn wgmma_pipelined_bf16_sm90a(
+    #[grid_constant] a_map: &TensorMap,
+    #[grid_constant] b_map: &TensorMap,
+    k_tiles: u32,
+    d: *mut f32,
+) {
+    let mut smem = DynamicShared::window();
+    let a = SmemTileRing::<Bf16, 64, 64, Swizzle128B, GEMM_CHECK_STAGES>::alloc(&mut smem); // STAGES × (M = 64, K = 64)
+    let b = SmemTileRing::<Bf16, 128, 64, Swizzle128B, GEMM_CHECK_STAGES>::alloc(&mut smem); // STAGES × (N = 128, K = 64)
+    // SAFETY: every thread runs the same smem plan; init below precedes use.
+    let pipe = unsafe { Pipeline::<GEMM_CHECK_STAGES>::alloc(&mut smem) };
+    if thread_rank() == 0 {
+        // SAFETY: one thread; every consumer thread releases each slot once per lap.
+        unsafe { pipe.init(128) };
+    }
+    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
+    // copies LLVM may make of it; see `cluster::sync`).
+    unsafe { cluster::sync() };
+    let mut state = PipelineState::<GEMM_CHECK_STAGES>::START;
+    if warpgroup_id() == 0 {
+        // SAFETY: the whole warpgroup; `max_registers = 168` fixes the entry count, and
+        // 128 · 40 + 128 · 232 registers fit the register file.
+        unsafe { warpgroup::setmaxnreg_dec::<40>() };
+        if thread_rank() == 0 {
+            for kt in 0..k_tiles {
+                let (a_s, b_s) = (a.stage(state.stage), b.stage(state.stage));
+                // SAFETY: one producer; the two loads deliver exactly (A, B) tile bytes.
+                unsafe {
+                    let full = pipe.producer_acquire::<(BoxTile, WgmmaBTile)>(state);
+                    tma::load_2d(&a_s, a_map, 64 * kt as i32, 0, &full);
+                    tma::load_2d(&b_s, b_map, 64 * kt as i32, 0, &full);
+                }
+                state.advance();
+            }
+        }
+    } else {
+        // SAFETY: as for the producer's dec.
+        unsafe { warpgroup::setmaxnreg_inc::<232>() };
+        let mut acc = WgmmaAcc::ZERO;
+        for kt in 0..k_tiles {
+            let (a_s, b_s) = (a.stage(state.stage), b.stage(state.stage));
+            pipe.consumer_wait(state);
+            // SAFETY: the whole consumer warpgroup, convergent; the slot stays until released.
+            unsafe {
+                warpgroup::fence();
+                warpgroup::mma(&mut acc, &a_s, &b_s, kt > 0);
+                warpgroup::commit();
+                warpgroup::wait::<0>();
+                pipe.consumer_release(state);
+            }
+            state.advance();
+        }
+        // SAFETY: every wgmma writing `acc` was waited for; `d` holds 64 × 128 f32.
+        unsafe { warpgroup::for_each_element(&acc, |row, col, v| *d.add((row * 128 + col) as usize) = v) };
+    }
 }

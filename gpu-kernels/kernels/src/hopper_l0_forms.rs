@@ -9,7 +9,7 @@
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::kernel;
-use warpforge_dsl::ptx::wgmma::{self, Accumulator, RegA, WgmmaRs, WgmmaSs, dtype};
+use warpforge_dsl::ptx::wgmma::{self, RegA, WgmmaRs, WgmmaSs, dtype};
 use warpforge_dsl::ptx::{cluster, mbarrier, smem, sreg, tma, warpgroup};
 
 /// Raw register bits of an accumulator element.
@@ -139,6 +139,8 @@ pub unsafe fn hopper_l0_forms_sm90a(#[grid_constant] map: &TensorMap, g: *mut u8
         cluster::barrier_cluster_arrive_relaxed();
         cluster::fence_acq_rel_cluster();
         cluster::barrier_cluster_wait();
+        cluster::barrier_cluster_arrive_aligned();
+        cluster::barrier_cluster_wait_aligned();
         let remote = cluster::mapa_shared_cluster(dst, peer);
         cluster::st_shared_cluster_u32(remote, peer);
         let owner = cluster::getctarank_shared_cluster(remote) + cluster::ld_shared_cluster_u32(remote);

@@ -32,6 +32,24 @@ pub const fn a_frag_coord_16bit(thread: u32, elem: u32) -> (u32, u32) {
     (row, k)
 }
 
+/// (row, k) of register `reg` (0..4) of the RS-form A fragment of a tf32 m64k8 operand: one
+/// element per register, rows as for 16-bit, `k = l % 4 + 4 · (reg / 2)` (REFERENCE §8.5,
+/// from the ISA text; not yet checked on the H200).
+pub const fn a_frag_coord_tf32(thread: u32, reg: u32) -> (u32, u32) {
+    let (w, l) = (thread / 32, thread % 32);
+    (16 * w + l / 4 + 8 * (reg % 2), l % 4 + 4 * (reg / 2))
+}
+
+/// (row, k) of byte `elem` (0..16, four per register, lowest byte first) of the RS-form A
+/// fragment of an 8-bit (fp8) m64k32 operand: the 16-bit pattern with 4-element groups,
+/// `k = 4 · (l % 4) + elem % 4 + 16 · (elem / 8)` (REFERENCE §8.5, from the ISA text; not yet
+/// checked on the H200).
+pub const fn a_frag_coord_8bit(thread: u32, elem: u32) -> (u32, u32) {
+    let (w, l) = (thread / 32, thread % 32);
+    let reg = elem / 4;
+    (16 * w + l / 4 + 8 * (reg % 2), 4 * (l % 4) + elem % 4 + 16 * (reg / 2))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,6 +93,26 @@ mod tests {
         }
         assert_eq!(a_frag_coord_16bit(0, 2), (8, 0));
         assert_eq!(a_frag_coord_16bit(0, 4), (0, 8));
+    }
+
+    #[test]
+    fn tf32_and_8bit_a_fragments_are_bijections() {
+        for (k_extent, per_thread, map) in [
+            (8, 4, a_frag_coord_tf32 as fn(u32, u32) -> (u32, u32)),
+            (32, 16, a_frag_coord_8bit as fn(u32, u32) -> (u32, u32)),
+        ] {
+            let mut seen = vec![false; (64 * k_extent) as usize];
+            for t in 0..WARPGROUP_THREADS {
+                for e in 0..per_thread {
+                    let (r, k) = map(t, e);
+                    assert!(r < 64 && k < k_extent, "k extent {k_extent}: ({r},{k}) outside");
+                    assert!(!seen[(r * k_extent + k) as usize], "k extent {k_extent}: ({r},{k}) twice");
+                    seen[(r * k_extent + k) as usize] = true;
+                }
+            }
+        }
+        assert_eq!(a_frag_coord_8bit(1, 5), (8, 5), "register 1 is 8 rows down");
+        assert_eq!(a_frag_coord_8bit(0, 8), (0, 16), "registers 2, 3 are 16 bytes further along K");
     }
 
     proptest! {

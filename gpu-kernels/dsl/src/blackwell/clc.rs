@@ -26,7 +26,7 @@
 
 use crate::cluster;
 use crate::logic::clc::{CancelResponse, ClcScheduler, Step};
-use crate::mbarrier::{MBARRIER_BYTES, Mbarrier};
+use crate::mbarrier::{MBARRIER_BYTES, Mbarrier, Phase};
 use crate::pipeline::PipelineState;
 use crate::ptx::{bar, clc, fence};
 use crate::shared::{DynamicShared, SharedPtr};
@@ -108,7 +108,8 @@ pub struct ClcCursor<const SLOTS: usize> {
     sched: ClcScheduler,
     rank: u32,
     cluster_size: u32,
-    /// Response slot of the current tile and the phase of its barriers.
+    /// Response slot of the current tile and the parity of its barriers (the ring rule
+    /// host-tested in `logic::pipeline_ring`).
     ring: PipelineState<SLOTS>,
 }
 
@@ -145,7 +146,7 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
         }
         let slot = self.ring.stage;
         let resp = pipe.resp + CLC_RESPONSE_BYTES * slot;
-        pipe.empty(slot).wait_phase(self.ring.phase.flipped());
+        pipe.empty(slot).wait_phase(Phase::from_parity(self.ring.producer_parity()));
         let full = pipe.full(slot);
         // SAFETY: the local readers released the slot (empty barrier); the full barrier is armed
         // for the 16 response bytes of this phase (they may land before or after the arming).
@@ -158,7 +159,7 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
             // failed cancel.
             unsafe { clc::try_cancel(resp, full.addr()) };
         } else {
-            pipe.cluster_empty(slot).wait_phase_cluster(self.ring.phase.flipped());
+            pipe.cluster_empty(slot).wait_phase_cluster(Phase::from_parity(self.ring.producer_parity()));
             // SAFETY: every reader of every CTA released the slot (cluster_empty, acquire at
             // cluster scope); every CTA arms its own full barrier for this phase; no CTA has
             // exited (all leave only after the same failed answer, which ends requests).
@@ -177,7 +178,7 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
         // Readers other than the issuer record the request the issuer made for this tile.
         let _ = self.sched.request();
         let slot = self.ring.stage;
-        pipe.full(slot).wait_phase(self.ring.phase);
+        pipe.full(slot).wait_phase(Phase::from_parity(self.ring.consumer_parity()));
         // SAFETY: the full barrier's completion made the async response write visible.
         let (canceled, first_cta_x) = unsafe { clc::query_cancel_x(pipe.resp + CLC_RESPONSE_BYTES * slot) };
         // SAFETY: fences and warp sync order this warp's reads of the slot before its release.

@@ -15,7 +15,8 @@ macro_rules! cluster_barrier {
         /// # Safety
         /// Every non-exited thread of every CTA of the cluster arrives exactly once per phase and
         /// then waits (arrive and wait alternate per thread), or the cluster hangs; the `.aligned`
-        /// forms are executed convergently by whole warps.
+        /// forms are executed convergently by whole warps *at the same instruction* — check the
+        /// PTX: LLVM may duplicate an `asm!` into both sides of a thread-divergent branch.
         #[inline(always)]
         pub unsafe fn $name() {
             // SAFETY: forwarded to the caller.

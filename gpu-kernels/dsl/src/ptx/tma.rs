@@ -38,6 +38,7 @@ macro_rules! tensor_ops {
         /// 1024 B for 128B swizzle) with room for the whole box; `bar` is an initialised mbarrier of
         /// this CTA whose current phase expects the box's bytes (`arrive_expect_tx`).
         #[inline(always)]
+        #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(dst: u32, map: *const TensorMap, $($c: i32,)+ bar: u32) {
             // SAFETY: forwarded to the caller.
             unsafe {
@@ -56,6 +57,7 @@ macro_rules! tensor_ops {
         /// # Safety
         /// As for the plain load of the same dimension; `policy` comes from a `createpolicy`.
         #[inline(always)]
+        #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(dst: u32, map: *const TensorMap, $($c: i32,)+ bar: u32, policy: u64) {
             // SAFETY: forwarded to the caller.
             unsafe {
@@ -77,6 +79,7 @@ macro_rules! tensor_ops {
         /// them must have armed its own barrier with the box's bytes. The launch has a cluster
         /// containing every rank in the mask.
         #[inline(always)]
+        #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(dst: u32, map: *const TensorMap, $($c: i32,)+ bar: u32, cta_mask: u16) {
             // SAFETY: forwarded to the caller.
             unsafe {
@@ -95,6 +98,7 @@ macro_rules! tensor_ops {
         /// # Safety
         /// As for the multicast load of the same dimension; `policy` comes from a `createpolicy`.
         #[inline(always)]
+        #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(dst: u32, map: *const TensorMap, $($c: i32,)+ bar: u32, cta_mask: u16, policy: u64) {
             // SAFETY: forwarded to the caller.
             unsafe {
@@ -115,6 +119,7 @@ macro_rules! tensor_ops {
         /// before a `fence.proxy.async.shared::cta` + barrier; `src` is not overwritten before a
         /// [`bulk_wait_group_read`] covering this copy's commit group.
         #[inline(always)]
+        #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(map: *const TensorMap, $($c: i32,)+ src: u32) {
             // SAFETY: forwarded to the caller.
             unsafe {
@@ -130,6 +135,7 @@ macro_rules! tensor_ops {
         /// # Safety
         /// As for the tensor store of the same dimension; the map's element type supports `add`.
         #[inline(always)]
+        #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(map: *const TensorMap, $($c: i32,)+ src: u32) {
             // SAFETY: forwarded to the caller.
             unsafe {

@@ -16,7 +16,7 @@ use core::arch::asm;
 /// ignores it (C7508); the block's total after every inc/dec fits the register file.
 #[inline(always)]
 pub unsafe fn setmaxnreg_inc<const REGS: u32>() {
-    const { assert!(REGS % 8 == 0 && REGS >= 24 && REGS <= 256, "setmaxnreg: a multiple of 8 in [24, 256]") };
+    const { assert!(REGS.is_multiple_of(8) && REGS >= 24 && REGS <= 256, "setmaxnreg: a multiple of 8 in [24, 256]") };
     // SAFETY: forwarded to the caller.
     unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const REGS, options(nostack)) };
 }
@@ -31,7 +31,7 @@ pub unsafe fn setmaxnreg_inc<const REGS: u32>() {
 /// compiler arranges that at this point).
 #[inline(always)]
 pub unsafe fn setmaxnreg_dec<const REGS: u32>() {
-    const { assert!(REGS % 8 == 0 && REGS >= 24 && REGS <= 256, "setmaxnreg: a multiple of 8 in [24, 256]") };
+    const { assert!(REGS.is_multiple_of(8) && REGS >= 24 && REGS <= 256, "setmaxnreg: a multiple of 8 in [24, 256]") };
     // SAFETY: forwarded to the caller.
     unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const REGS, options(nostack)) };
 }
