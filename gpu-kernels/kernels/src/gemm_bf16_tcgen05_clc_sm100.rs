@@ -33,7 +33,6 @@
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::blackwell::clc::{ClcCursor, ClcPipeline};
-use warpforge_dsl::blackwell::select_stage;
 use warpforge_dsl::blackwell::tmem::{Tmem, Tmem32x32b, TmemAccumulator, TmemOwner};
 use warpforge_dsl::blackwell::umma::{self, Accumulate, Umma};
 use warpforge_dsl::kernel;
@@ -43,7 +42,7 @@ use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::sync_threads;
 use warpforge_dsl::thread::{lane_id, thread_rank, warp_id};
-use warpforge_dsl::tile::{SmemTile, Swizzle128B};
+use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::tma;
 use warpforge_dsl::warp::{Elected, elect_one};
 
@@ -63,6 +62,8 @@ const EPILOGUE_CHUNK: u32 = 32;
 
 type TileA = SmemTile<Bf16, { BLK_M as usize }, { BLK_K as usize }, Swizzle128B>; // (BLK_M, BLK_K)
 type TileB = SmemTile<Bf16, { BLK_N as usize }, { BLK_K as usize }, Swizzle128B>; // (BLK_N, BLK_K)
+type RingA = SmemTileRing<Bf16, { BLK_M as usize }, { BLK_K as usize }, Swizzle128B, STAGES>; // STAGES × (BLK_M, BLK_K)
+type RingB = SmemTileRing<Bf16, { BLK_N as usize }, { BLK_K as usize }, Swizzle128B, STAGES>; // STAGES × (BLK_N, BLK_K)
 
 const MMA: Umma =
     Umma::new(DenseMma::new(DenseKind::F16, ElemType::Bf16, ElemType::Bf16, AccType::F32, BLK_M, BLK_N, CtaGroup::One));
@@ -75,8 +76,8 @@ const _: () = assert!(ACC_BUFFERS as u32 * BLK_N <= TMEM_COLS);
 
 /// Everything the roles share, carved once at the top.
 struct Plan {
-    a: [TileA; STAGES],
-    b: [TileB; STAGES],
+    a: RingA,
+    b: RingB,
     ring: Pipeline<STAGES>,
     acc_ring: Pipeline<ACC_BUFFERS>,
     clc: ClcPipeline<CLC_SLOTS>,
@@ -104,8 +105,8 @@ pub unsafe fn gemm_bf16_tcgen05_clc_sm100(
 ) {
     // ---- smem plan
     let mut smem = DynamicShared::window();
-    let a = core::array::from_fn(|_| TileA::alloc(&mut smem));
-    let b = core::array::from_fn(|_| TileB::alloc(&mut smem));
+    let a = RingA::alloc(&mut smem);
+    let b = RingB::alloc(&mut smem);
     // SAFETY: every thread carves the same plan in the same order.
     let (ring, acc_ring) = unsafe { (Pipeline::alloc(&mut smem), Pipeline::alloc(&mut smem)) };
     let clc = ClcPipeline::alloc(&mut smem);
@@ -169,7 +170,7 @@ fn produce(
         let (m0, n0) = tile_origin(tile, tiles_n);
         for kb in 0..k_blocks {
             if elected.is_some() {
-                let (a, b) = (select_stage(&plan.a, state.stage), select_stage(&plan.b, state.stage));
+                let (a, b) = (plan.a.stage(state.stage), plan.b.stage(state.stage));
                 // SAFETY: the one producer thread; the two loads deliver exactly (TileA, TileB) bytes
                 // on the returned barrier, into the slot the empty barrier handed back.
                 unsafe {
@@ -204,7 +205,7 @@ fn issue_mmas(
             d.acquire();
             for kb in 0..k_blocks {
                 plan.ring.consumer_wait(state);
-                let (a_tile, b_tile) = (select_stage(&plan.a, state.stage), select_stage(&plan.b, state.stage));
+                let (a_tile, b_tile) = (plan.a.stage(state.stage), plan.b.stage(state.stage));
                 for ks in 0..K_STEPS {
                     let a = umma::desc_k_major_sw128(&a_tile, ks * K_STEP_BYTES);
                     let b = umma::desc_k_major_sw128(&b_tile, ks * K_STEP_BYTES);

@@ -37,7 +37,6 @@
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::blackwell::clc::{ClcCursor, ClcPipeline};
-use warpforge_dsl::blackwell::select_stage;
 use warpforge_dsl::blackwell::tmem::{Tmem, Tmem32x32b, TmemAccumulator, TmemOwner};
 use warpforge_dsl::blackwell::umma::{self, Accumulate, ScaledUmma};
 use warpforge_dsl::kernel;
@@ -47,7 +46,7 @@ use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::sync_threads;
 use warpforge_dsl::thread::{lane_id, thread_rank, warp_id};
-use warpforge_dsl::tile::{NoSwizzle, SmemTile, Swizzle128B};
+use warpforge_dsl::tile::{NoSwizzle, SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::tma;
 use warpforge_dsl::warp::{Elected, elect_one};
 
@@ -73,8 +72,11 @@ const SF_BASE_COL: u32 = ACC_BUFFERS as u32 * BLK_N;
 /// E4M3 values as raw bytes.
 type TileA = SmemTile<u8, { BLK_M as usize }, { BLK_K as usize }, Swizzle128B>; // (BLK_M, BLK_K)
 type TileB = SmemTile<u8, { BLK_N as usize }, { BLK_K as usize }, Swizzle128B>; // (BLK_N, BLK_K)
+type RingA = SmemTileRing<u8, { BLK_M as usize }, { BLK_K as usize }, Swizzle128B, STAGES>; // STAGES × (BLK_M, BLK_K)
+type RingB = SmemTileRing<u8, { BLK_N as usize }, { BLK_K as usize }, Swizzle128B, STAGES>; // STAGES × (BLK_N, BLK_K)
 /// One K block's scale cells of 128 rows, transposed for `tcgen05.cp 32x128b.warpx4`.
 type ScaleTile = SmemTile<u32, 32, 4, NoSwizzle>; // (32 lanes, 4 row groups)
+type RingScale = SmemTileRing<u32, 32, 4, NoSwizzle, STAGES>; // STAGES × (32, 4)
 type Stage = ((TileA, TileB), (ScaleTile, ScaleTile));
 
 const MMA: ScaledUmma =
@@ -89,10 +91,10 @@ const _: () = assert!(SF_BASE_COL + STAGES as u32 * SF_COLS_PER_STAGE <= TMEM_CO
 
 /// Everything the roles share, carved once at the top.
 struct Plan {
-    a: [TileA; STAGES],
-    b: [TileB; STAGES],
-    sfa: [ScaleTile; STAGES],
-    sfb: [ScaleTile; STAGES],
+    a: RingA,
+    b: RingB,
+    sfa: RingScale,
+    sfb: RingScale,
     ring: Pipeline<STAGES>,
     acc_ring: Pipeline<ACC_BUFFERS>,
     clc: ClcPipeline<CLC_SLOTS>,
@@ -131,10 +133,10 @@ pub unsafe fn gemm_mxf8_blockscaled_sm100(
 ) {
     // ---- smem plan
     let mut smem = DynamicShared::window();
-    let a = core::array::from_fn(|_| TileA::alloc(&mut smem));
-    let b = core::array::from_fn(|_| TileB::alloc(&mut smem));
-    let sfa = core::array::from_fn(|_| ScaleTile::alloc(&mut smem));
-    let sfb = core::array::from_fn(|_| ScaleTile::alloc(&mut smem));
+    let a = RingA::alloc(&mut smem);
+    let b = RingB::alloc(&mut smem);
+    let sfa = RingScale::alloc(&mut smem);
+    let sfb = RingScale::alloc(&mut smem);
     // SAFETY: every thread carves the same plan in the same order.
     let (ring, acc_ring) = unsafe { (Pipeline::alloc(&mut smem), Pipeline::alloc(&mut smem)) };
     let clc = ClcPipeline::alloc(&mut smem);
@@ -201,8 +203,8 @@ fn produce(
         let (m0, n0) = tile_origin(tile, tiles_n);
         for kb in 0..k_blocks {
             if elected.is_some() {
-                let (a, b) = (select_stage(&plan.a, state.stage), select_stage(&plan.b, state.stage));
-                let (sfa, sfb) = (select_stage(&plan.sfa, state.stage), select_stage(&plan.sfb, state.stage));
+                let (a, b) = (plan.a.stage(state.stage), plan.b.stage(state.stage));
+                let (sfa, sfb) = (plan.sfa.stage(state.stage), plan.sfb.stage(state.stage));
                 let sfa_row = ((m0 / BLK_M) * k_blocks + kb) * 32;
                 let sfb_row = ((n0 / BLK_N) * k_blocks + kb) * 32;
                 // SAFETY: the one producer thread; the four loads deliver exactly `Stage` bytes on
@@ -243,8 +245,8 @@ fn issue_mmas(
             d.acquire();
             for kb in 0..k_blocks {
                 plan.ring.consumer_wait(state);
-                let (a_tile, b_tile) = (select_stage(&plan.a, state.stage), select_stage(&plan.b, state.stage));
-                let (sfa_tile, sfb_tile) = (select_stage(&plan.sfa, state.stage), select_stage(&plan.sfb, state.stage));
+                let (a_tile, b_tile) = (plan.a.stage(state.stage), plan.b.stage(state.stage));
+                let (sfa_tile, sfb_tile) = (plan.sfa.stage(state.stage), plan.sfb.stage(state.stage));
                 let sf_cols = tmem.columns::<SF_BASE_COL, { STAGES as u32 * SF_COLS_PER_STAGE }>();
                 let sfa_tmem = sf_cols.offset(0, state.stage * SF_COLS_PER_STAGE);
                 let sfb_tmem = sfa_tmem.offset(0, SF_COLS_PER_STAGE / 2);

@@ -8,19 +8,3 @@
 pub mod clc;
 pub mod tmem;
 pub mod umma;
-
-/// `ring[stage]` without a dynamic index: a ring of per-stage handles (tiles, addresses) indexed
-/// by the runtime pipeline stage would make LLVM spill the array to local memory; this unrolled
-/// select chain keeps every element in registers.
-#[inline(always)]
-pub fn select_stage<T: Copy, const N: usize>(ring: &[T; N], stage: u32) -> T {
-    let mut chosen = ring[0];
-    let mut i = 1;
-    while i < N {
-        if stage as usize == i {
-            chosen = ring[i];
-        }
-        i += 1;
-    }
-    chosen
-}
