@@ -82,12 +82,13 @@ pub unsafe fn query_first_ctaid(resp: u32) -> (u32, u32, u32) {
     (x, y, z)
 }
 
-/// The whole answer with one load: `(canceled, first_ctaid.x)`; x is 0 when not cancelled.
+/// The whole answer with one load: `(canceled, first_ctaid.x)`; x is 0 when not cancelled
+/// (the ctaid of a failed response is undefined, so it is only queried under the predicate).
 ///
 /// Emits `{ .reg .b128 %clc_q; .reg .pred %clc_p; ld.shared.b128 %clc_q, [resp];
-/// clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 %clc_p, %clc_q;
-/// clusterlaunchcontrol.query_cancel.get_first_ctaid::x.b32.b128 x, %clc_q;
-/// selp.u32 c, 1, 0, %clc_p; selp.u32 x, x, 0, %clc_p; }`.
+/// clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 %clc_p, %clc_q; mov.u32 x, 0;
+/// @%clc_p clusterlaunchcontrol.query_cancel.get_first_ctaid::x.b32.b128 x, %clc_q;
+/// selp.u32 c, 1, 0, %clc_p; }`.
 ///
 /// # Safety
 /// As [`query_is_canceled`].
@@ -98,8 +99,8 @@ pub unsafe fn query_cancel_x(resp: u32) -> (bool, u32) {
     unsafe {
         asm!("{{ .reg .b128 %clc_q; .reg .pred %clc_p; ld.shared.b128 %clc_q, [{2}];",
              "clusterlaunchcontrol.query_cancel.is_canceled.pred.b128 %clc_p, %clc_q;",
-             "clusterlaunchcontrol.query_cancel.get_first_ctaid::x.b32.b128 {1}, %clc_q;",
-             "selp.u32 {0}, 1, 0, %clc_p; selp.u32 {1}, {1}, 0, %clc_p; }}",
+             "mov.u32 {1}, 0; @%clc_p clusterlaunchcontrol.query_cancel.get_first_ctaid::x.b32.b128 {1}, %clc_q;",
+             "selp.u32 {0}, 1, 0, %clc_p; }}",
              out(reg32) canceled, out(reg32) x, in(reg32) resp, options(nostack))
     };
     (canceled != 0, x)
