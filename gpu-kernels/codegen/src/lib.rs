@@ -13,6 +13,10 @@
 //! row): every legal N for the f32-accumulating bf16 and f16 forms (the GEMM and attention
 //! workhorses, where tile-shape tuning wants any N), and N ∈ {8} ∪ {16, 32, …, 256} for the
 //! f16-accumulating, tf32 and fp8 forms.
+//!
+//! [`tcgen05`] renders Blackwell's `tcgen05.ld/st` family the same way.
+
+pub mod tcgen05;
 
 use std::fmt::Write;
 

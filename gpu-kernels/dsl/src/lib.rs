@@ -23,6 +23,7 @@
 #![feature(asm_experimental_arch)]
 
 pub mod atomic;
+pub mod blackwell;
 pub mod cluster;
 pub mod math;
 pub mod mbarrier;

@@ -6,11 +6,13 @@
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
 
+pub mod clc;
 pub mod fragment;
 pub mod kernel_attrs;
 pub mod pipeline_ring;
 pub mod schedule;
 pub mod swizzle;
+pub mod tcgen05_desc;
 pub mod wgmma_desc;
 
 #[cfg(test)]

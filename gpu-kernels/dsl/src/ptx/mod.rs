@@ -8,6 +8,7 @@
 
 pub mod atomic;
 pub mod bar;
+pub mod clc;
 pub mod cluster;
 pub mod cvt;
 pub mod fence;
@@ -16,6 +17,10 @@ pub mod mbarrier;
 pub mod misc;
 pub mod smem;
 pub mod sreg;
+pub mod tcgen05;
+#[rustfmt::skip]
+#[path = "generated/tcgen05_ld_st.rs"]
+pub mod tcgen05_ld_st;
 pub mod tma;
 pub mod warp;
 pub mod warpgroup;
