@@ -225,7 +225,7 @@ fn svg(bars: &[(String, f64)]) -> String {
     let mut s = format!(
         "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='9'>\n"
     );
-    s.push_str(&format!("<text x='10' y='20' font-size='13'>warpforge bf16 GEMM ÷ cuBLAS (H200)</text>\n"));
+    s.push_str("<text x='10' y='20' font-size='13'>warpforge bf16 GEMM ÷ cuBLAS (H200)</text>\n");
     for (i, (label, ratio)) in bars.iter().enumerate() {
         let x = 60.0 + 28.0 * i as f64;
         let color = if *ratio >= 1.0 { "#2a7" } else { "#c64" };

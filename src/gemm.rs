@@ -232,8 +232,8 @@ impl Warpforge {
         // Operands TMA can read in place, or K-major scratch copies.
         let a_k_major = self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, lda, sa, p.batch)?;
         let b_k_major = self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, ldb, sb, p.batch)?;
-        let a_map = a_k_major.map::<I>(stream, A_BOX_ROWS)?;
-        let b_map = b_k_major.map::<I>(stream, BLOCK_N)?;
+        let a_map = a_k_major.map(A_BOX_ROWS)?;
+        let b_map = b_k_major.map(BLOCK_N)?;
 
         let tiles_m = p.m.div_ceil(BLOCK_M as usize) as u32;
         let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
@@ -358,7 +358,7 @@ struct KMajor<T> {
 }
 
 impl<T: GemmInput> KMajor<T> {
-    fn map<U: TmaElement>(&self, _stream: &Arc<CudaStream>, box_rows: u32) -> Result<warpforge_abi::TensorMap> {
+    fn map(&self, box_rows: u32) -> Result<warpforge_abi::TensorMap> {
         let builder =
             TensorMapBuilder::<T>::new(&[self.k as u64, self.rows as u64, self.batch as u64], &[BLOCK_K, box_rows, 1])
                 .global_strides(&[self.ld as u64 * 2, self.stride as u64 * 2])

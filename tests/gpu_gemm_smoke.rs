@@ -40,7 +40,8 @@ fn check(m: usize, n: usize, k: usize, a_layout: Layout, b_layout: Layout) {
             }
             let tol = 2.0 * k as f64 * EPS_F32 * mag + 1e-30;
             let g = got[i * n + j] as f64;
-            if !((g - want).abs() <= tol) {
+            let within = (g - want).abs() <= tol; // false for NaN (unwritten)
+            if !within {
                 if bad < 5 {
                     eprintln!("{m}×{n}×{k} {a_layout:?}/{b_layout:?}: D[{i},{j}] = {g}, want {want} (tol {tol:.2e})");
                 }
@@ -104,7 +105,8 @@ fn gemm_bf16_epilogue_batched_matches_f64() {
                     let want = pre.max(0.0);
                     let g = got[z * m * n + i * n + j].to_f64();
                     let tol = EPS_BF16 * want.abs() + 2.0 * k as f64 * EPS_F32 * mag + 1e-6;
-                    if !((g - want).abs() <= tol) {
+                    let within = (g - want).abs() <= tol; // false for NaN (unwritten)
+                    if !within {
                         if bad < 5 {
                             eprintln!("{m}×{n}×{k}×{batch}: D[{z},{i},{j}] = {g}, want {want} (tol {tol:.2e})");
                         }

@@ -8,3 +8,5 @@
 
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_l0_forms;
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod tcgen05_forms_sm100;

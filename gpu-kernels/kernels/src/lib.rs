@@ -11,14 +11,12 @@ pub mod clc_visit_sm100;
 pub mod elementwise;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_bf16_tcgen05_clc_sm100;
-#[cfg(warpforge_arch = "sm_100a")]
-pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_bf16_ws_persistent_sm90;
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
 pub mod pack;
 pub mod persistent_visit;
 pub mod reduce;
-#[cfg(warpforge_arch = "sm_100a")]
-pub mod tcgen05_forms_sm100;

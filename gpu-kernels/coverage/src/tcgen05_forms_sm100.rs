@@ -1,8 +1,8 @@
 //! Exercise kernels for the Blackwell L0 forms: never launched, they exist so that every
 //! tcgen05 / cluster-launch-control wrapper is emitted into the sm_100a PTX and assembled by
-//! ptxas (a wrapper nobody calls emits nothing). This is the one file of the library that calls
-//! `ptx::` directly — its purpose is to name every raw form, which the typed layer deliberately
-//! does not. Operands come from kernel parameters so nothing is constant-folded away; the
+//! ptxas (a wrapper nobody calls emits nothing). It lives in the coverage crate, outside the
+//! shipped library, because it calls `ptx::` directly — its purpose is to name every raw form,
+//! which the typed layer deliberately does not. Operands come from kernel parameters so nothing is constant-folded away; the
 //! values are meaningless. Two kernels, because ptxas rejects mixing `.cta_group::1` and `::2`
 //! in one kernel.
 
