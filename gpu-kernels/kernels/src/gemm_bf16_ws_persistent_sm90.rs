@@ -296,26 +296,14 @@ unsafe fn epilogue_staged<O: Output>(
     // SAFETY: all 128 threads of the warpgroup arrive (function contract).
     unsafe { barrier.sync() };
     let t = warpgroup::thread_index();
-    let mut low = 0u32;
-    acc.for_each(|i, value| {
-        let (r, c) = acc_coord(t, i as u32);
+    if p.c == 0 && p.bias == 0 && p.activation == 0 {
+        // The common case gets its own unrolled copy with no per-element branches.
         // SAFETY: forwarded (function contract).
-        let bits = O::staged_bits(unsafe { finish::<O>(p, value, batch as u32, row0 + r, col0 + c) }) as u32;
-        if i % 2 == 0 {
-            low = bits;
-        } else {
-            // Registers 2j and 2j+1 hold columns c-1 and c of the same row (fragment map).
-            let col = c - 1;
-            let boxed = staging.stage(col / STORE_BOX_COLS);
-            let offset = SmemTile::<O::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B>::byte_offset(
-                r,
-                col % STORE_BOX_COLS,
-            );
-            // SAFETY: inside this warpgroup's staging box; nothing else writes it until the
-            // stores issued below have read it (the wait above).
-            unsafe { *SharedPtr::<u32>::from_addr(boxed.addr() + offset).as_mut_ptr() = low | (bits << 16) };
-        }
-    });
+        unsafe { stage_block::<O>(acc, staging, t, |_, _, v| p.alpha * v) };
+    } else {
+        // SAFETY: forwarded (function contract).
+        unsafe { stage_block::<O>(acc, staging, t, |r, c, v| finish::<O>(p, v, batch as u32, row0 + r, col0 + c)) };
+    }
     fence_proxy_async_shared();
     // SAFETY: as above.
     unsafe { barrier.sync() };
@@ -327,6 +315,35 @@ unsafe fn epilogue_staged<O: Output>(
         }
         tma::commit_group();
     }
+}
+
+/// Rounds `value(row, col, acc)` for every accumulator element of thread `t` into the staging
+/// boxes (pairs of columns as one 32-bit store).
+///
+/// # Safety
+/// `staging` belongs to this warpgroup and no TMA store still reads it; `value` is safe to call
+/// for every element (it is `finish`, whose contract the caller upholds, or plain arithmetic).
+#[inline(always)]
+unsafe fn stage_block<O: Output>(acc: &Acc, staging: &Staging<O>, t: u32, value: impl Fn(u32, u32, f32) -> f32) {
+    let mut low = 0u32;
+    acc.for_each(|i, v| {
+        let (r, c) = acc_coord(t, i as u32);
+        let bits = O::staged_bits(value(r, c, v)) as u32;
+        if i % 2 == 0 {
+            low = bits;
+        } else {
+            // Registers 2j and 2j+1 hold columns c-1 and c of the same row (fragment map).
+            let col = c - 1;
+            let boxed = staging.stage(col / STORE_BOX_COLS);
+            let offset = SmemTile::<O::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B>::byte_offset(
+                r,
+                col % STORE_BOX_COLS,
+            );
+            // SAFETY: inside this warpgroup's staging box, not read by any pending store
+            // (function contract).
+            unsafe { *SharedPtr::<u32>::from_addr(boxed.addr() + offset).as_mut_ptr() = low | (bits << 16) };
+        }
+    });
 }
 
 /// Writes this warpgroup's 64 × 256 block at (`row0`, `col0`) of `batch` with direct stores
