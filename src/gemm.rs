@@ -238,8 +238,12 @@ impl Warpforge {
         let tiles_m = p.m.div_ceil(BLOCK_M as usize) as u32;
         let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
         let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
+        let k_slices = p.k.div_ceil(BLOCK_K as usize) as u32;
+        let k_splits = split_k(tiles, k_slices, self.sm_count());
         let kernel = self.module().kernel(kernel_name(I::NAME, O::NAME))?;
-        let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles)?;
+        let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles * k_splits as u64)?;
+        let mut workspace = if k_splits > 1 { Some(stream.alloc_zeros::<f32>(p.batch * p.m * p.n)?) } else { None };
+        let workspace_access = workspace.as_mut().map(|w| w.device_ptr_mut(stream));
 
         let d_len = d.len();
         let (d_ptr, _d_access) = d.device_ptr_mut(stream);
@@ -276,8 +280,10 @@ impl Warpforge {
             activation: p.activation as u32,
             tiles_m,
             tiles_n,
-            raster_group: raster_group(tiles_m * p.batch as u32, tiles_n),
+            raster_group: raster_group(tiles_m * p.batch as u32 * k_splits, tiles_n),
             d_tma: d_tma as u32,
+            k_splits,
+            workspace: workspace_access.as_ref().map_or(0, |(ptr, _)| *ptr),
         };
         let mut args = KernelArgs::new();
         args.push(a_map).push(b_map).push(d_map).push(params);
@@ -288,7 +294,18 @@ impl Warpforge {
         // stream reaches this launch: their drop is stream-ordered); D, C and bias were checked
         // above to cover every element the problem addresses; `d` is borrowed mutably.
         unsafe { kernel.launch(stream, &config, &mut args)? };
-        drop((a_k_major, b_k_major));
+        if k_splits > 1 {
+            let finalize = self.module().kernel(finalize_name(O::NAME))?;
+            let total = (p.batch * p.m * p.n) as u64;
+            let blocks = total.div_ceil(256).clamp(1, 8 * self.sm_count() as u64) as u32;
+            let mut args = KernelArgs::new();
+            args.push(params).push(params.workspace);
+            // SAFETY: (GemmParams, workspace) as declared; the workspace holds batch·m·n f32
+            // written by the GEMM above (same stream), and D/C/bias are as checked above.
+            unsafe { finalize.launch(stream, &LaunchConfig::linear(blocks, 256), &mut args)? };
+        }
+        drop(workspace_access);
+        drop((a_k_major, b_k_major, workspace));
         Ok(())
     }
 
@@ -370,8 +387,49 @@ impl<T: GemmInput> KMajor<T> {
     }
 }
 
+/// How many ways to split K: only when the output tiles fill less than half the GPU, enough
+/// splits to give every SM about one work unit, at most 16, and never an empty split (each
+/// split keeps at least two 64-wide K slices so the pipeline has something to overlap).
+fn split_k(tiles: u64, k_slices: u32, sm_count: u32) -> u32 {
+    if tiles == 0 || tiles * 2 > sm_count as u64 || k_slices < 4 {
+        return 1;
+    }
+    let wanted = (sm_count as u64 / tiles).clamp(1, 16) as u32;
+    let splits = wanted.min(k_slices / 2).max(1);
+    // Re-derive so that the last split is not empty with ceil-sized splits.
+    k_slices.div_ceil(k_slices.div_ceil(splits))
+}
+
+fn finalize_name(output: &str) -> &'static str {
+    match output {
+        "bf16" => entries::GEMM_SPLITK_FINALIZE_BF16,
+        "f16" => entries::GEMM_SPLITK_FINALIZE_F16,
+        _ => entries::GEMM_SPLITK_FINALIZE_F32,
+    }
+}
+
 /// Band width (in tile rows) of the grouped schedule: bands of 8 tile rows keep one band's A
 /// rows and a sweep of B columns in L2 while it is swept; narrower grids use the whole height.
 fn raster_group(tiles_m: u32, _tiles_n: u32) -> u32 {
     tiles_m.clamp(1, 8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_k;
+
+    #[test]
+    fn split_k_only_for_small_grids_and_never_empty() {
+        assert_eq!(split_k(256, 64, 132), 1, "a full grid is not split");
+        assert_eq!(split_k(16, 64, 132), 8, "M=128, N=4096, K=4096: 16 tiles → 8 splits");
+        assert_eq!(split_k(16, 3, 132), 1, "too little K to split");
+        for tiles in 1..70u64 {
+            for k_slices in 1..300u32 {
+                let s = split_k(tiles, k_slices, 132);
+                let per = k_slices.div_ceil(s);
+                assert!((s - 1) * per < k_slices, "empty last split: tiles {tiles}, k {k_slices}, splits {s}");
+                assert!(s <= 16 && s >= 1);
+            }
+        }
+    }
 }

@@ -55,7 +55,16 @@ fn check(m: usize, n: usize, k: usize, a_layout: Layout, b_layout: Layout) {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn gemm_fixed_shapes_match_f64() {
-    for (m, n, k) in [(128, 256, 64), (256, 512, 256), (1, 1, 1), (129, 257, 65), (300, 100, 1000), (64, 1024, 8)] {
+    for (m, n, k) in [
+        (128, 256, 64),
+        (256, 512, 256),
+        (1, 1, 1),
+        (129, 257, 65),
+        (300, 100, 1000),
+        (64, 1024, 8),
+        (128, 512, 1024),
+        (70, 300, 4000),
+    ] {
         check(m, n, k, Layout::RowMajor, Layout::ColMajor);
     }
     check(200, 300, 77, Layout::ColMajor, Layout::RowMajor);
@@ -70,7 +79,7 @@ fn gemm_bf16_epilogue_batched_matches_f64() {
     use warpforge::Activation;
     let (device, wf) = gpu();
     let stream = device.stream();
-    for (m, n, k, batch) in [(200, 300, 128, 3), (128, 256, 64, 1), (77, 520, 33, 2)] {
+    for (m, n, k, batch) in [(200, 300, 128, 3), (128, 256, 64, 1), (77, 520, 33, 2), (100, 256, 2048, 1)] {
         let to_bf16 = |v: Vec<f32>| v.into_iter().map(bf16::from_f32).collect::<Vec<_>>();
         let a = to_bf16(random_f32(1, batch * m * k, 1.0));
         let b = to_bf16(random_f32(2, batch * n * k, 1.0));

@@ -88,6 +88,12 @@ pub mod entries {
     pub const GEMM_F16_F16: &str = "gemm_f16_f16_ws_persistent_sm90";
     /// f16 inputs, f32 output.
     pub const GEMM_F16_F32: &str = "gemm_f16_f32_ws_persistent_sm90";
+    /// Split-K finalize, bf16 output.
+    pub const GEMM_SPLITK_FINALIZE_BF16: &str = "gemm_splitk_finalize_bf16";
+    /// Split-K finalize, f16 output.
+    pub const GEMM_SPLITK_FINALIZE_F16: &str = "gemm_splitk_finalize_f16";
+    /// Split-K finalize, f32 output.
+    pub const GEMM_SPLITK_FINALIZE_F32: &str = "gemm_splitk_finalize_f32";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -159,6 +165,11 @@ pub struct GemmParams {
     /// 1 when D is written through its tensor map (16-bit output, 16-byte pitch), 0 for
     /// direct stores.
     pub d_tma: u32,
+    /// Splits of K (≥ 1). Above 1 each tile's K is divided over that many workers, which add
+    /// `alpha·A·B` into `workspace`; a finalize kernel then writes D.
+    pub k_splits: u32,
+    /// Device address of the split-K f32 workspace (`batch·m·n`, zeroed), or 0.
+    pub workspace: u64,
 }
 
 /// Parameters of the strided copy used to bring GEMM operands into the K-major, 16-byte-pitched

@@ -17,11 +17,13 @@
 //! Pipeline depth: 4. Measured ratio vs cuBLAS: see docs/PERF.md (H200, 2026-11-29).
 
 use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES, STORE_BOX_COLS};
-use warpforge_dsl::abi::{Activation, GemmParams, TensorMap};
+use warpforge_dsl::abi::{GemmParams, TensorMap};
+
+use crate::gemm_epilogue::{Output, finish};
+use warpforge_dsl::atomic;
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::fragment::acc_coord;
 use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization, SwizzledScheduler};
-use warpforge_dsl::math;
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
@@ -45,55 +47,6 @@ const DEFAULT_RASTER_GROUP: u32 = 8;
 type ATile<T> = SmemTile<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (64, BLOCK_K)
 type BTile<T> = SmemTile<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B>; // (BLOCK_N, BLOCK_K)
 type Acc = Acc64x256F32; // (64, BLOCK_N) per consumer warpgroup
-
-/// An output element type of the epilogue.
-trait Output: Copy {
-    /// The 16-bit type staged in shared memory for TMA stores (16-bit outputs are staged as
-    /// themselves; f32 output is always stored directly and never uses its staging type).
-    type Staged: Copy;
-    /// Rounds an f32 result.
-    fn from_f32(v: f32) -> Self;
-    /// Reads an element of C as f32.
-    fn to_f32(self) -> f32;
-    /// Bits of a rounded f32 result in the staged type.
-    fn staged_bits(v: f32) -> u16;
-}
-impl Output for Bf16 {
-    type Staged = Bf16;
-    fn from_f32(v: f32) -> Self {
-        Bf16::from_f32(v)
-    }
-    fn to_f32(self) -> f32 {
-        Bf16::to_f32(self)
-    }
-    fn staged_bits(v: f32) -> u16 {
-        Bf16::from_f32(v).0
-    }
-}
-impl Output for F16 {
-    type Staged = F16;
-    fn from_f32(v: f32) -> Self {
-        F16::from_f32(v)
-    }
-    fn to_f32(self) -> f32 {
-        F16::to_f32(self)
-    }
-    fn staged_bits(v: f32) -> u16 {
-        F16::from_f32(v).0
-    }
-}
-impl Output for f32 {
-    type Staged = Bf16;
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-    fn to_f32(self) -> f32 {
-        self
-    }
-    fn staged_bits(v: f32) -> u16 {
-        Bf16::from_f32(v).0
-    }
-}
 
 /// One consumer warpgroup's 64 × BLOCK_N output block, as four 64 × 64 TMA store boxes.
 type Staging<O> = SmemTileRing<<O as Output>::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B, STORE_BOXES>;
@@ -133,7 +86,8 @@ where
 
     // Schedule (shared by every role so they agree on the tile sequence).
     let group = if p.raster_group == 0 { DEFAULT_RASTER_GROUP } else { p.raster_group };
-    let raster = Rasterization::new(p.tiles_m * p.batch, p.tiles_n, group, Raster::AlongM);
+    // Work units: every (split of K, batch, tile row) × tile column; split 1 without split-K.
+    let raster = Rasterization::new(p.tiles_m * p.batch * p.k_splits, p.tiles_n, group, Raster::AlongM);
     let schedule = SwizzledScheduler::new(raster, grid_dim().x);
     let worker = block_idx().x;
     let k_slices = p.k.div_ceil(BLOCK_K).max(1);
@@ -147,8 +101,9 @@ where
             let mut state = PipelineState::<RING>::START;
             let mut iteration = 0;
             while let Some(tile) = schedule.tile(worker, iteration) {
-                let (batch, m0, n0) = tile_origin(p, tile.m, tile.n);
-                for slice in 0..k_slices {
+                let unit = work_unit(p, tile.m, tile.n, k_slices);
+                let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
+                for slice in unit.first_slice..unit.first_slice + unit.slices {
                     let k0 = (slice * BLOCK_K) as i32;
                     // SAFETY: one producer thread; the three loads below deliver exactly the
                     // announced bytes (full boxes, out-of-bounds elements zero-filled).
@@ -180,6 +135,7 @@ where
     let mut state = PipelineState::<RING>::START;
     let mut iteration = 0;
     while let Some(tile) = schedule.tile(worker, iteration) {
+        let unit = work_unit(p, tile.m, tile.n, k_slices);
         let mut acc = Acc::ZERO;
         let mut previous = state;
         // At least one slice (k ≥ 1), written as a do-while: a zero-trip path would hand the
@@ -205,7 +161,7 @@ where
             previous = state;
             state.advance();
             slice += 1;
-            if slice >= k_slices {
+            if slice >= unit.slices {
                 break;
             }
         }
@@ -215,9 +171,12 @@ where
             // SAFETY: as above.
             unsafe { pipe.consumer_release(previous) };
         }
-        let (batch, m0, n0) = tile_origin(p, tile.m, tile.n);
+        let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
         let row0 = m0 as u32 + half * A_BOX_ROWS;
-        if p.d_tma != 0 {
+        if p.k_splits > 1 {
+            // SAFETY: `p.workspace` holds batch·m·n zeroed f32 (host contract for split-K).
+            unsafe { epilogue_split(&acc, p, batch as u32, row0, n0 as u32) };
+        } else if p.d_tma != 0 {
             // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
             // to this warpgroup; `wg_barrier` counts its 128 threads.
             unsafe { epilogue_staged::<O>(&acc, p, d_map, &my_staging, &wg_barrier, leader, batch, row0, n0 as u32) };
@@ -233,37 +192,31 @@ where
     }
 }
 
-/// (batch, first row, first column) of a scheduled tile; the schedule's M axis runs over
-/// `tiles_m` tile rows of each batch in turn.
-#[inline(always)]
-fn tile_origin(p: &GemmParams, tile_m: u32, tile_n: u32) -> (i32, i32, i32) {
-    let batch = tile_m / p.tiles_m;
-    let m0 = (tile_m % p.tiles_m) * BLOCK_M;
-    (batch as i32, m0 as i32, (tile_n * BLOCK_N) as i32)
+/// One scheduled piece of work: an output tile of a batch and a run of its K slices.
+struct WorkUnit {
+    batch: i32,
+    m0: i32,
+    n0: i32,
+    first_slice: u32,
+    /// At least 1: the host picks `k_splits` so that no split is empty.
+    slices: u32,
 }
 
-/// `alpha·acc + beta·C + bias`, activated: the value of D at (`row`, `col`) of `batch`.
-///
-/// # Safety
-/// `p.c` (when non-zero) and `p.bias` (when non-zero) are valid for every in-bounds element.
+/// Decodes a scheduled tile: the schedule's M axis runs over the `tiles_m` tile rows of each
+/// batch, batch after batch, and that again for each split of K.
 #[inline(always)]
-unsafe fn finish<O: Output>(p: &GemmParams, value: f32, batch: u32, row: u32, col: u32) -> f32 {
-    let mut v = p.alpha * value;
-    let inside = row < p.m && col < p.n;
-    if p.c != 0 && inside {
-        let at = batch as u64 * p.stride_c + row as u64 * p.ldc + col as u64;
-        // SAFETY: an in-bounds element of C (function contract).
-        v += p.beta * unsafe { *(p.c as *const O).add(at as usize) }.to_f32();
-    }
-    if p.bias != 0 && inside {
-        // SAFETY: col < n, the bias length.
-        v += unsafe { *(p.bias as *const f32).add(col as usize) };
-    }
-    match Activation::from_code(p.activation) {
-        Activation::None => v,
-        Activation::Relu => math::relu(v),
-        Activation::Silu => math::silu(v),
-        Activation::GeluTanh => math::gelu_tanh(v),
+fn work_unit(p: &GemmParams, tile_m: u32, tile_n: u32, k_slices: u32) -> WorkUnit {
+    let rows_per_split = p.tiles_m * p.batch;
+    let (split, rest) = (tile_m / rows_per_split, tile_m % rows_per_split);
+    let per_split = k_slices.div_ceil(p.k_splits);
+    let first_slice = split * per_split;
+    let end = if first_slice + per_split < k_slices { first_slice + per_split } else { k_slices };
+    WorkUnit {
+        batch: (rest / p.tiles_m) as i32,
+        m0: ((rest % p.tiles_m) * BLOCK_M) as i32,
+        n0: (tile_n * BLOCK_N) as i32,
+        first_slice,
+        slices: end - first_slice,
     }
 }
 
@@ -302,7 +255,9 @@ unsafe fn epilogue_staged<O: Output>(
         unsafe { stage_block::<O>(acc, staging, t, |_, _, v| p.alpha * v) };
     } else {
         // SAFETY: forwarded (function contract).
-        unsafe { stage_block::<O>(acc, staging, t, |r, c, v| finish::<O>(p, v, batch as u32, row0 + r, col0 + c)) };
+        unsafe {
+            stage_block::<O>(acc, staging, t, |r, c, v| finish::<O>(p, v, p.alpha, batch as u32, row0 + r, col0 + c))
+        };
     }
     fence_proxy_async_shared();
     // SAFETY: as above.
@@ -346,6 +301,27 @@ unsafe fn stage_block<O: Output>(acc: &Acc, staging: &Staging<O>, t: u32, value:
     });
 }
 
+/// Split-K: adds `alpha·acc` of this warpgroup's block into the f32 workspace (packed M × N per
+/// batch) with atomics; the finalize kernel applies the rest of the epilogue.
+///
+/// # Safety
+/// `p.workspace` holds `batch·m·n` f32 that only atomics touch during the launch.
+#[inline(always)]
+unsafe fn epilogue_split(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, col0: u32) {
+    let t = warpgroup::thread_index();
+    let ws = p.workspace as *mut f32;
+    let base = batch as u64 * p.m as u64 * p.n as u64;
+    acc.for_each(|i, value| {
+        let (r, c) = acc_coord(t, i as u32);
+        let (row, col) = (row0 + r, col0 + c);
+        if row < p.m && col < p.n {
+            let at = base + row as u64 * p.n as u64 + col as u64;
+            // SAFETY: an in-bounds workspace element (function contract).
+            unsafe { atomic::add_f32(ws.add(at as usize), p.alpha * value) };
+        }
+    });
+}
+
 /// Writes this warpgroup's 64 × 256 block at (`row0`, `col0`) of `batch` with direct stores
 /// (any output type and pitch; the fallback when D cannot be written by TMA).
 ///
@@ -363,7 +339,7 @@ unsafe fn epilogue<O: Output>(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, 
             return;
         }
         // SAFETY: forwarded (function contract).
-        let v = unsafe { finish::<O>(p, value, batch, row, col) };
+        let v = unsafe { finish::<O>(p, value, p.alpha, batch, row, col) };
         // SAFETY: in-bounds element of D (function contract).
         unsafe { *d.add((d_batch + row as u64 * p.ldd + col as u64) as usize) = O::from_f32(v) };
     });
