@@ -7,6 +7,7 @@ mod common;
 
 mod builder;
 mod gpu_foundation;
+mod gpu_gemm;
 mod gpu_gemm_smoke;
 mod gpu_hopper_async;
 mod no_driver;

@@ -1,0 +1,563 @@
+//! The property-based GEMM suite on the GPU: `D = act(alpha·A·B + beta·C + bias)` through the
+//! public `Warpforge::gemm` API against a float64 CPU reference, over random shapes (1, small
+//! primes, tile-ragged sizes, up to 2048 per dimension), every A/B layout (read in place or
+//! repacked on the GPU), padded leading dimensions (16-byte pitched or not, which also picks the
+//! TMA-store or the direct-store epilogue), batch strides with gaps, every input/output type, and
+//! every epilogue term; plus the argument checks, which must reject before anything is launched.
+//!
+//! D is poisoned with NaN before each launch: every element inside the problem must be written,
+//! and every element outside it (padding columns of `ldd`, gaps between batches, a tail after the
+//! last batch) must still hold its poison. With `beta = 0`, C (when passed) is NaN as well, so a
+//! kernel that reads C anyway fails. Small problems are checked element by element; larger ones
+//! (the reference is O(M·N·K)) at 4096 random elements plus the whole last row and last column
+//! of every batch, where the ragged tiles are.
+
+use half::{bf16, f16};
+use proptest::prelude::*;
+use warpforge::gemm::{GemmInput, GemmOutput};
+use warpforge::{Activation, Epilogue, Error, GemmProblem, Layout};
+
+use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
+
+/// Cases per property test: 6 type pairs × 16 cases, a few seconds in all on one H200.
+const GPU_CASES: u32 = 16;
+/// Problems up to this many multiply-adds (batch·M·N·K) are checked at every element.
+const FULL_CHECK_MACS: usize = 1 << 25;
+/// Random elements checked in larger problems (besides the edge rows and columns).
+const SAMPLES: usize = 4096;
+/// Poisoned elements after D's last batch: a write past the end of D shows there.
+const D_TAIL: usize = 7;
+
+/// Host-side view of the element types: conversion from the generator's f32 and to f64.
+trait Element: Copy + Send + Sync + 'static {
+    /// Unit roundoff of the type.
+    const EPS: f64;
+    /// Largest absolute rounding error near zero (subnormal spacing, or flush-to-zero).
+    const ABS_FLOOR: f64;
+    const NAN: Self;
+    fn of(v: f32) -> Self;
+    fn f64(self) -> f64;
+}
+
+impl Element for bf16 {
+    const EPS: f64 = EPS_BF16;
+    const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
+    const NAN: Self = bf16::NAN;
+    fn of(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+    fn f64(self) -> f64 {
+        self.to_f64()
+    }
+}
+
+impl Element for f16 {
+    const EPS: f64 = EPS_F16;
+    // f16 subnormals are spaced 2^-24 apart.
+    const ABS_FLOOR: f64 = 1.0 / (1u64 << 24) as f64;
+    const NAN: Self = f16::NAN;
+    fn of(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+    fn f64(self) -> f64 {
+        self.to_f64()
+    }
+}
+
+impl Element for f32 {
+    const EPS: f64 = EPS_F32;
+    const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
+    const NAN: Self = f32::NAN;
+    fn of(v: f32) -> Self {
+        v
+    }
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+
+/// One GEMM call as the tests describe it; [`Geometry`] turns it into a `GemmProblem`.
+#[derive(Clone, Debug)]
+struct Case {
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    a_layout: Layout,
+    b_layout: Layout,
+    /// Extra elements over the packed lda, ldb, ldc, ldd; 0 passes 0 (packed) to the API.
+    pads: [usize; 4],
+    /// Extra elements over the packed batch strides of A, B, C, D; `None` passes 0 (packed).
+    gaps: [Option<usize>; 4],
+    alpha: f32,
+    beta: f32,
+    with_c: bool,
+    with_bias: bool,
+    activation: Activation,
+    seed: u64,
+}
+
+impl Case {
+    /// A plain case: A row-major, B column-major, packed, no epilogue terms.
+    fn plain(m: usize, n: usize, k: usize, batch: usize) -> Case {
+        Case {
+            m,
+            n,
+            k,
+            batch,
+            a_layout: Layout::RowMajor,
+            b_layout: Layout::ColMajor,
+            pads: [0; 4],
+            gaps: [None; 4],
+            alpha: 1.0,
+            beta: 0.0,
+            with_c: false,
+            with_bias: false,
+            activation: Activation::None,
+            seed: (m * 1_000_003 + n * 1009 + k) as u64,
+        }
+    }
+}
+
+/// Index of operand X in the `[A, B, C, D]` arrays below.
+const A: usize = 0;
+const B: usize = 1;
+const C: usize = 2;
+const D: usize = 3;
+
+/// Where every element of A, B, C, D lives, computed here independently of the library.
+struct Geometry {
+    problem: GemmProblem,
+    /// Leading dimensions as used.
+    ld: [usize; 4],
+    /// Batch strides as used.
+    stride: [usize; 4],
+    /// Buffer lengths: exactly the span the problem addresses for A, B, C; D has whole
+    /// batches plus [`D_TAIL`], so every padding element of D can be checked.
+    len: [usize; 4],
+}
+
+impl Geometry {
+    fn of(case: &Case) -> Geometry {
+        let (m, n, k) = (case.m, case.n, case.k);
+        // (contiguous extent, number of lines) of each operand per batch.
+        let a_shape = if case.a_layout == Layout::RowMajor { (k, m) } else { (m, k) };
+        let b_shape = if case.b_layout == Layout::RowMajor { (n, k) } else { (k, n) };
+        let shapes = [a_shape, b_shape, (n, m), (n, m)];
+        let mut problem = GemmProblem::new(m, n, k);
+        problem.batch = case.batch;
+        problem.a_layout = case.a_layout;
+        problem.b_layout = case.b_layout;
+        problem.alpha = case.alpha;
+        problem.beta = case.beta;
+        problem.activation = case.activation;
+        let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
+        for (x, &(inner, lines)) in shapes.iter().enumerate() {
+            ld[x] = inner + case.pads[x];
+            ld_arg[x] = if case.pads[x] == 0 { 0 } else { ld[x] };
+            stride[x] = ld[x] * lines + case.gaps[x].unwrap_or(0);
+            problem.batch_strides[x] = if case.gaps[x].is_some() { stride[x] } else { 0 };
+            len[x] = (case.batch - 1) * stride[x] + (lines - 1) * ld[x] + inner;
+        }
+        [problem.lda, problem.ldb, problem.ldc, problem.ldd] = ld_arg;
+        len[D] = case.batch * stride[D] + D_TAIL;
+        Geometry { problem, ld, stride, len }
+    }
+
+    fn a_at(&self, case: &Case, z: usize, i: usize, p: usize) -> usize {
+        let within = if case.a_layout == Layout::RowMajor { i * self.ld[A] + p } else { p * self.ld[A] + i };
+        z * self.stride[A] + within
+    }
+
+    fn b_at(&self, case: &Case, z: usize, p: usize, j: usize) -> usize {
+        let within = if case.b_layout == Layout::RowMajor { p * self.ld[B] + j } else { j * self.ld[B] + p };
+        z * self.stride[B] + within
+    }
+
+    /// Index of (z, i, j) in the row-major C (`x = C`) or D (`x = D`).
+    fn cd_at(&self, x: usize, z: usize, i: usize, j: usize) -> usize {
+        z * self.stride[x] + i * self.ld[x] + j
+    }
+}
+
+/// The float64 reference of one case, with the operands densely repacked (A as batch × M × K,
+/// B as batch × N × K; f32 holds bf16/f16 values exactly) so each element is one contiguous dot.
+struct Reference<'a> {
+    case: &'a Case,
+    geometry: &'a Geometry,
+    a_rows: Vec<f32>,
+    b_cols: Vec<f32>,
+    c: Vec<f32>,
+    bias: Vec<f32>,
+    eps_out: f64,
+    abs_floor: f64,
+}
+
+impl Reference<'_> {
+    /// The f64 value of D at (z, i, j) and the error the GPU result may have there.
+    ///
+    /// The bound, term by term (u = 2^-24, the f32 unit roundoff):
+    /// - Products of bf16/f16 inputs are exact in f32, so the MMA's only error is the f32
+    ///   accumulation of K products, at most K·u·Σ|a·b| for any summation order; we allow
+    ///   2·K·u·Σ|a·b| for the tensor core's internal alignment of the addends. Scaled by |alpha|.
+    /// - `alpha·acc + beta·c + bias` is at most four f32 roundings: 4·u·(|alpha|Σ|a·b| + |beta·c|
+    ///   + |bias|) (C and bias themselves are exact: they are stored values).
+    /// - The activations are Lipschitz with constant ≤ 1.13 (GELU-tanh's largest slope; SiLU's is
+    ///   1.10, ReLU's 1), so they carry the errors above at most 1.13×.
+    /// - SiLU and GELU run on the hardware approximations `ex2.approx`, `rcp.approx` and
+    ///   `tanh.approx`. tanh.approx.f32 has a relative error of about 2^-11, which in
+    ///   0.5·x·(1 + tanh(·)) is at most 2^-12·|x|; ex2/rcp are near 2^-22, plus the rounding of
+    ///   x·log2(e) (|x|·2^-24 relative in exp). We allow 2^-10·|x| for both, x the pre-activation.
+    /// - Rounding to the output type: eps_out·|want| (+ eps_out times the errors above, covered by
+    ///   the 1.01 factor) and, near zero, the output type's subnormal or flush-to-zero step.
+    fn expect(&self, z: usize, i: usize, j: usize) -> (f64, f64) {
+        const U: f64 = EPS_F32;
+        let (case, k) = (self.case, self.case.k);
+        let row = &self.a_rows[(z * case.m + i) * k..][..k];
+        let col = &self.b_cols[(z * case.n + j) * k..][..k];
+        let (mut dot, mut mag) = (0.0f64, 0.0f64);
+        for (&a, &b) in row.iter().zip(col) {
+            let prod = a as f64 * b as f64;
+            dot += prod;
+            mag += prod.abs();
+        }
+        let alpha = case.alpha as f64;
+        let c_term =
+            if case.beta != 0.0 { case.beta as f64 * self.c[self.geometry.cd_at(C, z, i, j)] as f64 } else { 0.0 };
+        let bias = if case.with_bias { self.bias[j] as f64 } else { 0.0 };
+        let pre = alpha * dot + c_term + bias;
+        let want = activate(case.activation, pre);
+        let sum_err = alpha.abs() * 2.0 * k as f64 * U * mag;
+        let epilogue_err = 4.0 * U * (alpha.abs() * mag + c_term.abs() + bias.abs());
+        let (lipschitz, approx_rel) = match case.activation {
+            Activation::None | Activation::Relu => (1.0, 0.0),
+            Activation::Silu | Activation::GeluTanh => (1.13, 1.0 / 1024.0),
+        };
+        let tol = self.eps_out * want.abs()
+            + self.abs_floor
+            + 1.01 * (lipschitz * (sum_err + epilogue_err) + approx_rel * pre.abs());
+        (want, tol)
+    }
+}
+
+fn activate(activation: Activation, x: f64) -> f64 {
+    match activation {
+        Activation::None => x,
+        Activation::Relu => x.max(0.0),
+        Activation::Silu => x / (1.0 + (-x).exp()),
+        Activation::GeluTanh => {
+            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+            0.5 * x * (1.0 + inner.tanh())
+        }
+    }
+}
+
+/// SplitMix64 finaliser: the sample positions of large problems.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Runs `case` with input type `I` and output type `O` on the GPU and checks D: panics (failing
+/// the property) on an unwritten or wrong element inside the problem, or a written one outside.
+fn run_case<I: GemmInput + Element, O: GemmOutput + Element>(case: &Case) {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let g = Geometry::of(case);
+    // Padding elements of A and B hold random values too: a kernel reading them is caught.
+    let a: Vec<I> = random_f32(case.seed, g.len[A], 1.0).into_iter().map(I::of).collect();
+    let b: Vec<I> = random_f32(case.seed ^ 0xb, g.len[B], 1.0).into_iter().map(I::of).collect();
+    let c: Vec<O> = if case.beta != 0.0 {
+        random_f32(case.seed ^ 0xc, g.len[C], 2.0).into_iter().map(O::of).collect()
+    } else {
+        vec![O::NAN; g.len[C]] // beta = 0 must not read C at all
+    };
+    let bias = random_f32(case.seed ^ 0xd, case.n, 1.0);
+    let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+    let (dc, dbias) = (stream.clone_htod(&c).unwrap(), stream.clone_htod(&bias).unwrap());
+    let mut dd = stream.clone_htod(&vec![O::NAN; g.len[D]]).unwrap();
+    let epilogue = Epilogue { c: case.with_c.then(|| dc.as_view()), bias: case.with_bias.then(|| dbias.as_view()) };
+    if let Err(e) = wf.gemm::<I, O>(stream, &g.problem, &da, &db, epilogue, &mut dd) {
+        panic!("{case:?}: gemm failed: {e}");
+    }
+    let got: Vec<O> = stream.clone_dtoh(&dd).unwrap();
+
+    let (m, n, k, batch) = (case.m, case.n, case.k, case.batch);
+    let (mut unwritten, mut overwritten) = (0usize, 0usize);
+    for (at, v) in got.iter().enumerate() {
+        let (z, within) = (at / g.stride[D], at % g.stride[D]);
+        let (i, j) = (within / g.ld[D], within % g.ld[D]);
+        match (z < batch && i < m && j < n, v.f64().is_nan()) {
+            (true, true) => unwritten += 1,
+            (false, false) => overwritten += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(unwritten, 0, "{case:?}: {unwritten} elements of D are NaN (unwritten, or C read with beta = 0)");
+    assert_eq!(overwritten, 0, "{case:?}: {overwritten} elements of D outside the problem were written");
+
+    let mut a_rows = vec![0.0f32; batch * m * k];
+    let mut b_cols = vec![0.0f32; batch * n * k];
+    for z in 0..batch {
+        for p in 0..k {
+            for i in 0..m {
+                a_rows[(z * m + i) * k + p] = a[g.a_at(case, z, i, p)].f64() as f32;
+            }
+            for j in 0..n {
+                b_cols[(z * n + j) * k + p] = b[g.b_at(case, z, p, j)].f64() as f32;
+            }
+        }
+    }
+    let c = c.iter().map(|v| v.f64() as f32).collect();
+    let reference = Reference { case, geometry: &g, a_rows, b_cols, c, bias, eps_out: O::EPS, abs_floor: O::ABS_FLOOR };
+
+    // Element by element when small; otherwise the last row and column of every batch (the
+    // ragged tiles) and SAMPLES random elements.
+    let sampled: Option<Vec<(usize, usize, usize)>> = (batch * m * n * k > FULL_CHECK_MACS).then(|| {
+        let mut points: Vec<_> = (0..batch)
+            .flat_map(|z| (0..n).map(move |j| (z, m - 1, j)).chain((0..m).map(move |i| (z, i, n - 1))))
+            .collect();
+        let pick = |t: u64, len: usize| (mix(case.seed.wrapping_add(t)) % len as u64) as usize;
+        points.extend((0..SAMPLES as u64).map(|t| (pick(3 * t, batch), pick(3 * t + 1, m), pick(3 * t + 2, n))));
+        points
+    });
+    let count = sampled.as_ref().map_or(batch * m * n, Vec::len);
+    let point = |t: usize| sampled.as_ref().map_or((t / (m * n), t / n % m, t % n), |s| s[t]);
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(16);
+    let chunk = count.div_ceil(threads);
+    let (bad, first) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let (reference, got, point, g) = (&reference, &got, &point, &g);
+                scope.spawn(move || {
+                    let (mut bad, mut first) = (0usize, Vec::new());
+                    for t in w * chunk..((w + 1) * chunk).min(count) {
+                        let (z, i, j) = point(t);
+                        let (want, tol) = reference.expect(z, i, j);
+                        let value = got[g.cd_at(D, z, i, j)].f64();
+                        if (value - want).abs() > tol || !value.is_finite() {
+                            bad += 1;
+                            if first.len() < 4 {
+                                first.push(format!("D[{z},{i},{j}] = {value}, want {want} ± {tol:.3e}"));
+                            }
+                        }
+                    }
+                    (bad, first)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).fold((0, Vec::new()), |(bad, mut first), (b, f)| {
+            first.extend(f);
+            (bad + b, first)
+        })
+    });
+    assert_eq!(bad, 0, "{case:?}: {bad} of {count} checked elements of D wrong, e.g. {first:?}");
+}
+
+/// Sizes that stress the tiling (128 × 256 × 64): 1, small primes, sizes next to tile
+/// multiples, anything small, and a few large ones.
+fn dim() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        1 => Just(1usize),
+        2 => prop::sample::select(vec![2usize, 3, 5, 7, 11, 13, 31, 61, 127, 251]),
+        2 => prop::sample::select(vec![63usize, 64, 65, 127, 128, 129, 255, 256, 257, 383, 385, 511, 513]),
+        2 => 1usize..400,
+        1 => 900usize..=2048,
+    ]
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![Just(Layout::RowMajor), Just(Layout::ColMajor)]
+}
+
+/// Extra leading-dimension elements: packed, pitches that are not multiples of 8 elements
+/// (forcing the repack and, for D, the direct-store epilogue), or 16-byte-pitched padding.
+fn pad() -> impl Strategy<Value = usize> {
+    prop_oneof![3 => Just(0usize), 2 => 1usize..8, 1 => Just(8usize), 1 => Just(64usize)]
+}
+
+fn gap() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![Just(None), (0usize..40).prop_map(Some)]
+}
+
+fn activation() -> impl Strategy<Value = Activation> {
+    prop::sample::select(vec![Activation::None, Activation::Relu, Activation::Silu, Activation::GeluTanh])
+}
+
+prop_compose! {
+    fn any_case()(
+        (m, n, k) in (dim(), dim(), dim()),
+        batch in 1usize..=3,
+        (a_layout, b_layout) in (layout(), layout()),
+        pads in [pad(), pad(), pad(), pad()],
+        gaps in [gap(), gap(), gap(), gap()],
+        alpha in prop_oneof![Just(1.0f32), -2.0f32..2.0],
+        beta in prop_oneof![Just(0.0f32), -2.0f32..2.0],
+        (with_c, with_bias) in (any::<bool>(), any::<bool>()),
+        activation in activation(),
+        seed in any::<u64>(),
+    ) -> Case {
+        // beta != 0 needs C; with beta == 0, C is passed or not (and must be ignored).
+        let with_c = with_c || beta != 0.0;
+        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, seed }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: GPU_CASES, max_shrink_iters: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_bf16_to_bf16_matches_f64(case in any_case()) {
+        run_case::<bf16, bf16>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_bf16_to_f16_matches_f64(case in any_case()) {
+        run_case::<bf16, f16>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_bf16_to_f32_matches_f64(case in any_case()) {
+        run_case::<bf16, f32>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_f16_to_bf16_matches_f64(case in any_case()) {
+        run_case::<f16, bf16>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_f16_to_f16_matches_f64(case in any_case()) {
+        run_case::<f16, f16>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_f16_to_f32_matches_f64(case in any_case()) {
+        run_case::<f16, f32>(&case);
+    }
+}
+
+/// Every layout pair under three pitch regimes, so each host path is taken for certain:
+/// packed (A row-major and B column-major read in place, D through TMA stores), pitches of
+/// +3 elements with odd batch gaps (every operand repacked, D by direct stores) and +8
+/// elements (in place and TMA stores again, now with padding columns that must keep poison).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_every_layout_and_pitch_path_matches_f64() {
+    for a_layout in [Layout::RowMajor, Layout::ColMajor] {
+        for b_layout in [Layout::RowMajor, Layout::ColMajor] {
+            for (pad, gap) in [(0, None), (3, Some(5)), (8, Some(8))] {
+                let case = Case {
+                    a_layout,
+                    b_layout,
+                    pads: [pad; 4],
+                    gaps: [gap; 4],
+                    beta: 0.5,
+                    with_c: true,
+                    with_bias: true,
+                    ..Case::plain(131, 264, 72, 2)
+                };
+                run_case::<bf16, bf16>(&case);
+                run_case::<f16, f32>(&case);
+            }
+        }
+    }
+}
+
+/// Each activation with every other epilogue term, for 16-bit and f32 outputs; the
+/// pre-activations span roughly [-8, 8], where SiLU and GELU are far from linear.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_each_activation_with_full_epilogue_matches_f64() {
+    for activation in [Activation::None, Activation::Relu, Activation::Silu, Activation::GeluTanh] {
+        let case =
+            Case { alpha: -0.75, beta: 0.5, with_c: true, with_bias: true, activation, ..Case::plain(200, 300, 96, 2) };
+        run_case::<bf16, bf16>(&case);
+        run_case::<f16, f16>(&case);
+        run_case::<bf16, f32>(&case);
+        run_case::<f16, bf16>(&case);
+    }
+}
+
+/// Large and extreme-aspect problems, checked at sampled elements and the ragged edges.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_large_shapes_match_f64_at_samples() {
+    let col_row =
+        |m, n, k, batch| Case { a_layout: Layout::ColMajor, b_layout: Layout::RowMajor, ..Case::plain(m, n, k, batch) };
+    run_case::<bf16, bf16>(&Case::plain(2048, 2048, 2048, 1));
+    run_case::<f16, f32>(&col_row(2047, 1999, 1031, 2));
+    run_case::<bf16, f32>(&Case::plain(1, 2048, 2048, 1));
+    run_case::<f16, f16>(&Case { activation: Activation::GeluTanh, ..col_row(2048, 1, 1999, 3) });
+    run_case::<bf16, f16>(&Case { pads: [5, 3, 0, 1], gaps: [Some(1); 4], ..col_row(1537, 2048, 64, 2) });
+}
+
+/// Each invalid argument is an `Error::InvalidArgument`, and nothing is launched: D keeps its
+/// poison. A valid call on the same buffers succeeds first, so each rejection is due to its
+/// one change.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_rejects_invalid_arguments_without_launching() {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let (m, n, k) = (64, 48, 40);
+    let poison = vec![f32::NAN; m * n];
+    let a = stream.clone_htod(&vec![bf16::ONE; m * k]).unwrap();
+    let b = stream.clone_htod(&vec![bf16::ONE; k * n]).unwrap();
+    let c = stream.clone_htod(&vec![1.0f32; m * n]).unwrap();
+    let bias = stream.clone_htod(&vec![1.0f32; n]).unwrap();
+    let mut d = stream.clone_htod(&poison).unwrap();
+    let base = GemmProblem::new(m, n, k);
+    wf.gemm::<bf16, f32>(stream, &base, &a, &b, Epilogue::default(), &mut d).unwrap();
+    assert!(stream.clone_dtoh(&d).unwrap().iter().all(|&v| v == k as f32), "the valid call computes D");
+    stream.memcpy_htod(&poison, &mut d).unwrap();
+
+    let expect_invalid = |what: &str, result: warpforge::Result<()>| match result {
+        Err(Error::InvalidArgument(_)) => {}
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    let with = |change: &dyn Fn(&mut GemmProblem)| {
+        let mut p = base;
+        change(&mut p);
+        p
+    };
+    let bad_problems: [(&str, GemmProblem); 12] = [
+        ("k = 0", with(&|p| p.k = 0)),
+        ("m = 0", with(&|p| p.m = 0)),
+        ("n = 0", with(&|p| p.n = 0)),
+        ("batch = 0", with(&|p| p.batch = 0)),
+        ("lda < K (A row-major)", with(&|p| p.lda = k - 1)),
+        ("lda < M (A column-major)", with(&|p| (p.a_layout, p.lda) = (Layout::ColMajor, m - 1))),
+        ("ldb < K (B column-major)", with(&|p| p.ldb = k - 1)),
+        ("ldb < N (B row-major)", with(&|p| (p.b_layout, p.ldb) = (Layout::RowMajor, n - 1))),
+        ("ldd < N", with(&|p| p.ldd = n - 1)),
+        ("beta != 0 without C", with(&|p| p.beta = 0.5)),
+        ("alpha NaN", with(&|p| p.alpha = f32::NAN)),
+        ("batch 2 on one batch of buffers", with(&|p| p.batch = 2)),
+    ];
+    for (what, problem) in &bad_problems {
+        expect_invalid(what, wf.gemm::<bf16, f32>(stream, problem, &a, &b, Epilogue::default(), &mut d));
+    }
+    let short = |len: usize| ..len - 1;
+    expect_invalid("A one short", wf.gemm(stream, &base, &a.slice(short(m * k)), &b, Epilogue::default(), &mut d));
+    expect_invalid("B one short", wf.gemm(stream, &base, &a, &b.slice(short(k * n)), Epilogue::default(), &mut d));
+    let mut d_short = d.slice_mut(short(m * n));
+    expect_invalid("D one short", wf.gemm::<bf16, f32>(stream, &base, &a, &b, Epilogue::default(), &mut d_short));
+    let with_c = with(&|p| p.beta = 0.5);
+    let c_short = Epilogue { c: Some(c.slice(short(m * n))), bias: None };
+    expect_invalid("C one short", wf.gemm(stream, &with_c, &a, &b, c_short, &mut d));
+    let ldc_small = Epilogue { c: Some(c.as_view()), bias: None };
+    expect_invalid("ldc < N", wf.gemm(stream, &with(&|p| (p.beta, p.ldc) = (0.5, n - 1)), &a, &b, ldc_small, &mut d));
+    let bias_short = Epilogue { c: None, bias: Some(bias.slice(short(n))) };
+    expect_invalid("bias one short", wf.gemm(stream, &base, &a, &b, bias_short, &mut d));
+
+    let after = stream.clone_dtoh(&d).unwrap();
+    assert!(after.iter().all(|v| v.is_nan()), "a rejected call wrote D");
+}
