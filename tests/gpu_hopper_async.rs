@@ -179,11 +179,20 @@ fn run_tma_load(k: LoadKernel, m: &Matrix, x: i32, y: i32) -> Vec<u16> {
 }
 
 /// Draws a matrix whose shape makes boxes of `box_cols` columns ragged or exact, and an origin.
+///
+/// The innermost coordinate is a multiple of 8 bf16 (16 bytes): on the H200 a tile-mode TMA
+/// copy whose innermost start is not 16-byte aligned faults with an illegal instruction (the
+/// four `tma_diag_*` tests and the proptests before this rule isolated it), so that is part of
+/// the wrappers' safety contract rather than something to test.
 fn load_case(box_cols: u32) -> impl Strategy<Value = (u64, u32, u32, u32, i32, i32)> {
     (any::<u64>(), 1u32..200, 1u32..3 * box_cols, 0u32..3).prop_flat_map(move |(seed, rows, cols, pad)| {
-        (Just(seed), Just(rows), Just(cols), Just(pad), origin(cols, box_cols), origin(rows, BOX_ROWS))
+        let x = origin(cols, box_cols).prop_map(|x| x.div_euclid(INNER_ALIGN_ELEMS) * INNER_ALIGN_ELEMS);
+        (Just(seed), Just(rows), Just(cols), Just(pad), x, origin(rows, BOX_ROWS))
     })
 }
+
+/// bf16 elements per 16 bytes: the alignment of a TMA box's innermost start coordinate.
+const INNER_ALIGN_ELEMS: i32 = 8;
 
 /// Loads the drawn box with kernel `k` and compares every smem halfword with the swizzle model.
 fn check_tma_load(

@@ -36,7 +36,9 @@ macro_rules! tensor_ops {
         /// `map` is the generic address of a valid tensor map that stays unmodified until the copy
         /// completes; `dst` is a shared-window address aligned for the map's swizzle mode (128 B,
         /// 1024 B for 128B swizzle) with room for the whole box; `bar` is an initialised mbarrier of
-        /// this CTA whose current phase expects the box's bytes (`arrive_expect_tx`).
+        /// this CTA whose current phase expects the box's bytes (`arrive_expect_tx`); the
+        /// innermost coordinate times the element size is a multiple of 16 bytes (on the H200 an
+        /// unaligned innermost start faults with an illegal instruction).
         #[inline(always)]
         #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(dst: u32, map: *const TensorMap, $($c: i32,)+ bar: u32) {
