@@ -428,7 +428,7 @@ mod tests {
                 let s = split_k(tiles, k_slices, 132);
                 let per = k_slices.div_ceil(s);
                 assert!((s - 1) * per < k_slices, "empty last split: tiles {tiles}, k {k_slices}, splits {s}");
-                assert!(s <= 16 && s >= 1);
+                assert!((1..=16).contains(&s));
             }
         }
     }
