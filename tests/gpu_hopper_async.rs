@@ -12,7 +12,6 @@
 use cudarc::driver::CudaSlice;
 use half::bf16;
 use proptest::prelude::*;
-use warpforge::host::tensor_map::Swizzle as MapSwizzle;
 use warpforge::host::{KernelArgs, LaunchConfig, TensorMapBuilder};
 use warpforge::logic::swizzle::Swizzle;
 
@@ -44,16 +43,6 @@ const LOAD_KERNELS: [LoadKernel; 4] = [
     LoadKernel { entry: "tma_load_swizzle64_sm90a", swizzle: Swizzle::B64, box_cols: 32 },
     LoadKernel { entry: "tma_load_swizzle_sm90a", swizzle: Swizzle::B128, box_cols: 64 },
 ];
-
-/// The tensor-map swizzle that writes the layout of the logic crate's `swizzle`.
-fn map_swizzle(swizzle: Swizzle) -> MapSwizzle {
-    match swizzle {
-        Swizzle::None => MapSwizzle::None,
-        Swizzle::B32 => MapSwizzle::B32,
-        Swizzle::B64 => MapSwizzle::B64,
-        Swizzle::B128 => MapSwizzle::B128,
-    }
-}
 
 /// A row-major bf16 matrix of `rows × cols` whose rows are `stride` elements apart; the padding
 /// columns `cols..stride` hold data too, which TMA must never read or write.
@@ -89,7 +78,7 @@ impl Matrix {
             box_rows,
             box_cols,
         )
-        .swizzle(map_swizzle(swizzle))
+        .swizzle(swizzle)
     }
 }
 
@@ -445,11 +434,11 @@ proptest! {
         let db = stream.clone_htod(&b).unwrap();
         let (m, n, k) = (WGMMA_M as u64, WGMMA_N as u64, WGMMA_K as u64);
         let a_map = TensorMapBuilder::<bf16>::row_major_2d(m, k, k, m as u32, k as u32)
-            .swizzle(MapSwizzle::B128)
+            .swizzle(Swizzle::B128)
             .encode(&da, stream)
             .unwrap();
         let b_map = TensorMapBuilder::<bf16>::row_major_2d(n, k, k, n as u32, k as u32)
-            .swizzle(MapSwizzle::B128)
+            .swizzle(Swizzle::B128)
             .encode(&db, stream)
             .unwrap();
         let mut d = stream.clone_htod(&vec![f32::NAN; WGMMA_M * WGMMA_N]).unwrap();

@@ -33,7 +33,7 @@
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::blackwell::clc::{ClcCursor, ClcPipeline};
-use warpforge_dsl::blackwell::tmem::{Tmem, Tmem32x32b, TmemAccumulator, TmemOwner};
+use warpforge_dsl::blackwell::tmem::{Tmem, TmemAccumulator, TmemOwner};
 use warpforge_dsl::blackwell::umma::{self, Accumulate, Umma};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::tcgen05_desc::{AccType, CtaGroup, DenseKind, DenseMma, ElemType};
@@ -41,10 +41,12 @@ use warpforge_dsl::num::Bf16;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::sync_threads;
-use warpforge_dsl::thread::{lane_id, thread_rank, warp_id};
+use warpforge_dsl::thread::{thread_rank, warp_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::tma;
 use warpforge_dsl::warp::{Elected, elect_one};
+
+use crate::tmem_epilogue_sm100::{store_tiles, tile_origin};
 
 const BLK_M: u32 = 128;
 const BLK_N: u32 = 256;
@@ -57,8 +59,6 @@ const MMA_WARP: u32 = 1;
 const EPILOGUE_WARPS: u32 = 4;
 const READER_WARPS: u32 = 2 + EPILOGUE_WARPS;
 const TMEM_COLS: u32 = 512;
-/// Columns per epilogue load: `32x32b.x32` = 32 registers per thread.
-const EPILOGUE_CHUNK: u32 = 32;
 
 type TileA = SmemTile<Bf16, { BLK_M as usize }, { BLK_K as usize }, Swizzle128B>; // (BLK_M, BLK_K)
 type TileB = SmemTile<Bf16, { BLK_N as usize }, { BLK_K as usize }, Swizzle128B>; // (BLK_N, BLK_K)
@@ -81,12 +81,6 @@ struct Plan {
     ring: Pipeline<STAGES>,
     acc_ring: Pipeline<ACC_BUFFERS>,
     clc: ClcPipeline<CLC_SLOTS>,
-}
-
-/// Output tile (m0, n0) of linear tile `t`.
-#[inline(always)]
-fn tile_origin(t: u32, tiles_n: u32) -> (u32, u32) {
-    ((t / tiles_n) * BLK_M, (t % tiles_n) * BLK_N)
 }
 
 /// C = A · Bᵀ in bf16 with f32 accumulation; see the module doc for the launch contract.
@@ -140,7 +134,17 @@ pub unsafe fn gemm_bf16_tcgen05_clc_sm100(
     match warp {
         PRODUCER_WARP => produce(&plan, &mut cursor, elected.as_ref(), map_a, map_b, tiles_n, k_blocks),
         MMA_WARP => issue_mmas(&plan, &mut cursor, elected.as_ref(), acc, k_blocks),
-        _ => store_tiles(&plan, &mut cursor, elected.as_ref(), acc, c, m, n, tiles_n),
+        _ => store_tiles::<BLK_M, BLK_N, ACC_BUFFERS, CLC_SLOTS>(
+            &plan.acc_ring,
+            &plan.clc,
+            &mut cursor,
+            elected.as_ref(),
+            acc,
+            c,
+            m,
+            n,
+            tiles_n,
+        ),
     }
 
     // ---- teardown: every TMEM reader fenced before its last arrival; then free TMEM
@@ -167,7 +171,7 @@ fn produce(
     while let Some(tile) = cursor.tile() {
         // SAFETY: the only issuing warp, once per tile, before its advance.
         unsafe { cursor.request(&plan.clc, elected) };
-        let (m0, n0) = tile_origin(tile, tiles_n);
+        let (m0, n0) = tile_origin::<BLK_M, BLK_N>(tile, tiles_n);
         for kb in 0..k_blocks {
             if elected.is_some() {
                 let (a, b) = (plan.a.stage(state.stage), plan.b.stage(state.stage));
@@ -219,52 +223,6 @@ fn issue_mmas(
             }
             // SAFETY: the accumulator's full barrier expects this one arrival per lap.
             unsafe { umma::commit(e, plan.acc_ring.full(acc_state.stage).addr()) };
-        }
-        acc_state.advance();
-        // SAFETY: reader warp, once per tile, converged.
-        unsafe { cursor.advance(&plan.clc, elected) };
-    }
-}
-
-/// Warps 2–5: per tile, wait for the accumulator, read the warp's 32 rows in chunks of 32
-/// columns, convert to bf16 and store, then hand the buffer back.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn store_tiles(
-    plan: &Plan,
-    cursor: &mut ClcCursor<CLC_SLOTS>,
-    elected: Option<&Elected>,
-    acc: TmemAccumulator<BLK_N>,
-    c: *mut Bf16,
-    m: u32,
-    n: u32,
-    tiles_n: u32,
-) {
-    let mut acc_state = PipelineState::<ACC_BUFFERS>::START;
-    while let Some(tile) = cursor.tile() {
-        let (m0, n0) = tile_origin(tile, tiles_n);
-        plan.acc_ring.consumer_wait(acc_state);
-        let d = acc.buffer(acc_state.stage);
-        d.acquire();
-        let row = m0 + TmemAccumulator::<BLK_N>::warp_first_row() + lane_id();
-        for chunk in 0..BLK_N / EPILOGUE_CHUNK {
-            // SAFETY: whole warp; the tile's MMAs completed (full barrier) and were fenced.
-            let regs = unsafe { d.warp_rows::<Tmem32x32b<32>>(chunk * EPILOGUE_CHUNK) };
-            let col0 = n0 + chunk * EPILOGUE_CHUNK;
-            regs.for_each(|j, bits| {
-                if row < m && col0 + j < n {
-                    // SAFETY: (row, col) is inside the M × N output.
-                    unsafe {
-                        c.add(row as usize * n as usize + (col0 + j) as usize)
-                            .write(Bf16::from_f32(f32::from_bits(bits)))
-                    };
-                }
-            });
-        }
-        d.release();
-        if elected.is_some() {
-            // SAFETY: one arrival per epilogue warp per lap, after the warp's last TMEM load.
-            unsafe { plan.acc_ring.consumer_release(acc_state) };
         }
         acc_state.advance();
         // SAFETY: reader warp, once per tile, converged.

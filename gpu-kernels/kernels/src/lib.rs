@@ -22,3 +22,5 @@ pub mod hopper_async_checks;
 pub mod pack;
 pub mod persistent_visit;
 pub mod reduce;
+#[cfg(warpforge_arch = "sm_100a")]
+pub mod tmem_epilogue_sm100;

@@ -76,39 +76,27 @@ tma_element! {
     f64 => CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
 }
 
-/// How the TMA unit permutes 16-byte chunks of a box row in shared memory, to avoid bank
-/// conflicts when wgmma/tcgen05 or threads read it column-wise. Must match the layout the
-/// kernel's shared-memory tile (and its matrix descriptor) expects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Swizzle {
-    /// Rows stored as they are.
-    None,
-    /// 32-byte swizzle span.
-    B32,
-    /// 64-byte swizzle span.
-    B64,
-    /// 128-byte swizzle span (the usual choice for K-major GEMM operands).
-    B128,
+/// How the TMA unit permutes 16-byte chunks of a box row in shared memory. This is the logic
+/// crate's type, the one the kernels' shared-memory tiles and matrix descriptors are built from,
+/// so a map and the tile it fills name their layout the same way.
+pub use warpforge_logic::swizzle::Swizzle;
+
+/// The span in bytes that one box row may not exceed, or `None` when the layout has no limit
+/// (no swizzle: the logic type reports a 16-byte core-matrix row there, which is no box limit).
+const fn swizzle_span_limit(swizzle: Swizzle) -> Option<u64> {
+    match swizzle {
+        Swizzle::None => None,
+        Swizzle::B32 | Swizzle::B64 | Swizzle::B128 => Some(swizzle.span_bytes() as u64),
+    }
 }
 
-impl Swizzle {
-    /// The span in bytes that one box row may not exceed, or `None` for no swizzle.
-    pub const fn span_bytes(self) -> Option<u64> {
-        match self {
-            Swizzle::None => None,
-            Swizzle::B32 => Some(32),
-            Swizzle::B64 => Some(64),
-            Swizzle::B128 => Some(128),
-        }
-    }
-
-    const fn to_driver(self) -> CUtensorMapSwizzle {
-        match self {
-            Swizzle::None => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
-            Swizzle::B32 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
-            Swizzle::B64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
-            Swizzle::B128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
-        }
+/// The driver's name for a swizzle mode.
+const fn swizzle_to_driver(swizzle: Swizzle) -> CUtensorMapSwizzle {
+    match swizzle {
+        Swizzle::None => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        Swizzle::B32 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        Swizzle::B64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        Swizzle::B128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
     }
 }
 
@@ -410,7 +398,7 @@ impl<T: TmaElement> TensorMapBuilder<T> {
         if !inner_bytes.is_multiple_of(INNER_BOX_ALIGN) {
             return Err(TensorMapError::MisalignedInnerBox { bytes: inner_bytes });
         }
-        if let Some(span) = self.swizzle.span_bytes()
+        if let Some(span) = swizzle_span_limit(self.swizzle)
             && inner_bytes > span
         {
             return Err(TensorMapError::InnerBoxExceedsSwizzle { bytes: inner_bytes, span });
@@ -478,7 +466,7 @@ impl<T: TmaElement> TensorMapBuilder<T> {
                 self.box_dims.as_ptr(),
                 self.element_strides.as_ptr(),
                 CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                self.swizzle.to_driver(),
+                swizzle_to_driver(self.swizzle),
                 self.l2_promotion.to_driver(),
                 self.oob_fill.to_driver(),
             )

@@ -211,3 +211,12 @@ fn driver_agrees_with_the_rules() {
         .collect();
     assert!(disagreements.is_empty(), "driver disagrees on: {disagreements:?}");
 }
+
+#[test]
+fn swizzle_maps_to_the_driver_code_the_logic_crate_names() {
+    for swizzle in Swizzle::ALL {
+        assert_eq!(swizzle_to_driver(swizzle) as u32, swizzle.tensor_map_code(), "{swizzle:?}");
+    }
+    assert_eq!(swizzle_span_limit(Swizzle::None), None);
+    assert_eq!(swizzle_span_limit(Swizzle::B64), Some(64));
+}
