@@ -238,10 +238,11 @@ proptest! {
     /// (then reduce-added once more when `reduce`); every other element of `dst`, the padding
     /// columns and the clipped part of a ragged box included, keeps its old value.
     ///
-    /// KNOWN FAILING on the H200 (2026-11-29): with negative box origins the kernel faulted
-    /// (illegal instruction); with origins inside the tensor it did not finish within 60 s.
-    /// The GEMM's TMA-store epilogue passes its tests, so the fault is in this check kernel or
-    /// its launch contract; open in the Hopper async DSL issue.
+    /// FAILED on the H200 (2026-11-29) while origins could be negative: illegal instruction.
+    /// Origins are now drawn inside the tensor (the GEMM's TMA stores, which pass, never start
+    /// outside it); this version has not run yet — its only attempt timed out at 60 s on a fresh
+    /// machine, where the first JIT of the 5 MB module alone takes about that long. This kernel
+    /// is also the only one loading with an L2 cache hint (`load_2d_streaming`).
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn tma_store_round_trip_writes_exactly_the_box(case in store_case(), reduce in any::<bool>()) {
@@ -419,8 +420,9 @@ proptest! {
     /// (K · 2⁻⁵³ · Σ|a||b|) is negligible against that.
     ///
     /// UNCONFIRMED on the H200 (2026-11-29): in the full run it only failed on the context the
-    /// store test had poisoned; run alone it did not report within 60 s. The GEMM kernels issue
-    /// the same wgmma through the same typed layer and pass their float64 proptests.
+    /// store test had poisoned; its one run alone timed out at 60 s on a fresh machine, inside
+    /// the first JIT of the module. The GEMM kernels issue the same wgmma through the same typed
+    /// layer and pass their float64 proptests.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn wgmma_bf16_ss_matches_f64_reference(seed: u64, scale in 0.01f32..16.0) {
