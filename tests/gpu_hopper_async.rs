@@ -241,7 +241,7 @@ proptest! {
     /// FAILED on the H200 (2026-11-29) while origins could be negative: illegal instruction.
     /// Origins are now drawn inside the tensor (the GEMM's TMA stores, which pass, never start
     /// outside it); this version has not run yet — its only attempt timed out at 60 s on a fresh
-    /// machine, where the first JIT of the 5 MB module alone takes about that long. This kernel
+    /// machine, most likely inside the first JIT of the 5 MB module (not measured). This kernel
     /// is also the only one loading with an L2 cache hint (`load_2d_streaming`).
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
@@ -420,7 +420,7 @@ proptest! {
     /// (K · 2⁻⁵³ · Σ|a||b|) is negligible against that.
     ///
     /// UNCONFIRMED on the H200 (2026-11-29): in the full run it only failed on the context the
-    /// store test had poisoned; its one run alone timed out at 60 s on a fresh machine, inside
+    /// store test had poisoned; its one run alone timed out at 60 s on a fresh machine, most likely in
     /// the first JIT of the module. The GEMM kernels issue the same wgmma through the same typed
     /// layer and pass their float64 proptests.
     #[test]
