@@ -90,8 +90,7 @@ fn hand_written_files_fit_in_a_head() {
 fn no_placeholders_in_shipped_code() {
     let offenders: Vec<String> = sources()
         .into_iter()
-        .filter(|(path, _)| !path.starts_with("tests/tidy.rs"))
-        .filter(|(_, text)| text.contains("todo!(") || text.contains("unimplemented!("))
+        .filter(|(_, text)| text.contains(concat!("todo", "!(")) || text.contains(concat!("unimplemented", "!(")))
         .map(|(path, _)| path)
         .collect();
     assert!(offenders.is_empty(), "todo!/unimplemented! in: {offenders:?}");

@@ -18,6 +18,7 @@ pub mod misc;
 pub mod smem;
 pub mod sreg;
 pub mod tcgen05;
+pub mod tcgen05_copy;
 #[rustfmt::skip]
 #[path = "generated/tcgen05_ld_st.rs"]
 pub mod tcgen05_ld_st;
@@ -26,3 +27,4 @@ pub mod warp;
 pub mod warpgroup;
 #[path = "generated/wgmma.rs"]
 pub mod wgmma;
+pub mod wgmma_forms;
