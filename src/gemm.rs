@@ -8,13 +8,20 @@
 //! first repacked on the GPU into a K-major scratch copy (one extra read and write of that
 //! operand; never a host copy). Inputs bf16 or f16, accumulation f32, output bf16, f16 or f32.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
-use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, STORE_BOX_COLS, THREADS};
+use cudarc::driver::{
+    CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
+};
+use warpforge_abi::gemm_sm90::{
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS, SMEM_BYTES, STORE_BOX_COLS, THREADS,
+};
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
+use warpforge_logic::schedule::heuristic::{Scheduler, TileCost, choose_scheduler};
+use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
 
@@ -25,6 +32,19 @@ pub enum Layout {
     RowMajor,
     /// Columns contiguous; the leading dimension is the column stride.
     ColMajor,
+}
+
+/// How the kernel's two consumer warpgroups share the work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Consumers {
+    /// warpforge picks per shape (see docs/PERF.md for the measurements behind the rule).
+    #[default]
+    Auto,
+    /// Both warpgroups on one 128 × 256 tile, 64 rows each (every dtype pair).
+    Cooperative,
+    /// Each warpgroup on its own 64 × 256 tiles, one's epilogue overlapping the other's main
+    /// loop (bf16 → bf16 and f16 → f16 only).
+    PingPong,
 }
 
 /// One GEMM call's shapes, layouts, strides and epilogue.
@@ -58,6 +78,8 @@ pub struct GemmProblem {
     pub beta: f32,
     /// Epilogue activation.
     pub activation: Activation,
+    /// Consumer arrangement of the kernel (a performance choice; results agree to rounding).
+    pub consumers: Consumers,
 }
 
 impl GemmProblem {
@@ -78,6 +100,7 @@ impl GemmProblem {
             alpha: 1.0,
             beta: 0.0,
             activation: Activation::None,
+            consumers: Consumers::Auto,
         }
     }
 
@@ -146,6 +169,15 @@ impl GemmOutput for half::f16 {
 impl GemmOutput for f32 {
     const NAME: &'static str = "f32";
     const TMA_STORE: bool = false;
+}
+
+/// The ping-pong entry for `input` → `output`, where one is built.
+fn pingpong_kernel_name(input: &str, output: &str) -> Option<&'static str> {
+    match (input, output) {
+        ("bf16", "bf16") => Some(entries::GEMM_BF16_BF16_PINGPONG),
+        ("f16", "f16") => Some(entries::GEMM_F16_F16_PINGPONG),
+        _ => None,
+    }
 }
 
 fn kernel_name(input: &str, output: &str) -> &'static str {
@@ -235,21 +267,47 @@ impl Warpforge {
         let a_map = a_k_major.map(A_BOX_ROWS)?;
         let b_map = b_k_major.map(BLOCK_N)?;
 
-        let tiles_m = p.m.div_ceil(BLOCK_M as usize) as u32;
+        let pingpong_entry = pingpong_kernel_name(I::NAME, O::NAME);
+        let pingpong = match p.consumers {
+            Consumers::Cooperative => false,
+            Consumers::PingPong => {
+                check(pingpong_entry.is_some(), || {
+                    format!("ping-pong consumers exist for bf16 → bf16 and f16 → f16, not {} → {}", I::NAME, O::NAME)
+                })?;
+                true
+            }
+            Consumers::Auto => false,
+        };
+        let tile_rows = if pingpong { A_BOX_ROWS } else { BLOCK_M };
+        let tiles_m = p.m.div_ceil(tile_rows as usize) as u32;
         let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
         let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
+        check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
         let k_slices = p.k.div_ceil(BLOCK_K as usize) as u32;
-        let k_splits = split_k(tiles, k_slices, self.sm_count());
-        let kernel = self.module().kernel(kernel_name(I::NAME, O::NAME))?;
-        let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles * k_splits as u64)?;
-        let mut workspace = if k_splits > 1 { Some(stream.alloc_zeros::<f32>(p.batch * p.m * p.n)?) } else { None };
-        let workspace_access = workspace.as_mut().map(|w| w.device_ptr_mut(stream));
+        let entry = match pingpong_entry {
+            Some(name) if pingpong => name,
+            _ => kernel_name(I::NAME, O::NAME),
+        };
+        let kernel = self.module().kernel(entry)?;
+        // Every resident slot (one CTA per SM): the stream-K schedule spreads work over all.
+        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
+        let schedule = GemmSchedule::choose(tiles_m * p.batch as u32, tiles_n, k_slices, capacity);
+        let mut stream_k_cache = self.stream_k_cache().lock().map_err(|_| poisoned())?;
+        let mut stream_k = if schedule.mode == StreamKMode::DataParallel {
+            None
+        } else {
+            Some(stream_k_cache.buffers(stream, schedule.grid)?)
+        };
+        let workspace_access = stream_k.as_mut().map(|b| b.device_ptr_mut(stream));
 
         let d_len = d.len();
         let (d_ptr, _d_access) = d.device_ptr_mut(stream);
         // D through TMA stores when its type and pitch allow; direct stores otherwise.
         let pitched = |elems: usize| (elems * std::mem::size_of::<O>()).is_multiple_of(16);
-        let d_tma = O::TMA_STORE && d_ptr.is_multiple_of(16) && pitched(ldd) && (p.batch == 1 || pitched(sd));
+        // N itself in whole 16-byte chunks too: TMA stores clip the innermost edge per 16 bytes,
+        // and would otherwise write into the padding between rows (measured on the H200).
+        let d_tma =
+            O::TMA_STORE && d_ptr.is_multiple_of(16) && pitched(p.n) && pitched(ldd) && (p.batch == 1 || pitched(sd));
         let d_map = if d_tma {
             let builder =
                 TensorMapBuilder::<O>::new(&[p.n as u64, p.m as u64, p.batch as u64], &[STORE_BOX_COLS, A_BOX_ROWS, 1])
@@ -280,32 +338,27 @@ impl Warpforge {
             activation: p.activation as u32,
             tiles_m,
             tiles_n,
-            raster_group: raster_group(tiles_m * p.batch as u32 * k_splits, tiles_n),
+            raster_group: schedule.raster_group,
             d_tma: d_tma as u32,
-            k_splits,
-            workspace: workspace_access.as_ref().map_or(0, |(ptr, _)| *ptr),
+            stream_k: schedule.mode.code(),
+            workspace: workspace_access.as_ref().map_or(0, |((ptr, _), _)| *ptr),
+            flags: workspace_access.as_ref().map_or(0, |(_, (ptr, _))| *ptr),
         };
         let mut args = KernelArgs::new();
         args.push(a_map).push(b_map).push(d_map).push(params);
-        let config = LaunchConfig::linear(plan.blocks, THREADS).with_dynamic_smem(SMEM_BYTES);
+        let config = LaunchConfig::linear(schedule.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
         // SAFETY: the parameters are (A map, B map, D map, GemmParams) as the entry declares;
         // the D map is used only when `d_tma` is set, and then covers exactly D. The A/B maps
         // were validated against the live A/B buffers (or scratch copies, kept alive until the
         // stream reaches this launch: their drop is stream-ordered); D, C and bias were checked
-        // above to cover every element the problem addresses; `d` is borrowed mutably.
+        // above to cover every element the problem addresses; `d` is borrowed mutably. With
+        // stream-K, this stream's slots and flags cover the grid, the flags are zero (every
+        // launch leaves them so), no other stream uses them, and the grid is at most the
+        // resident capacity, so every CTA a finaliser waits for is running.
         unsafe { kernel.launch(stream, &config, &mut args)? };
-        if k_splits > 1 {
-            let finalize = self.module().kernel(finalize_name(O::NAME))?;
-            let total = (p.batch * p.m * p.n) as u64;
-            let blocks = total.div_ceil(256).clamp(1, 8 * self.sm_count() as u64) as u32;
-            let mut args = KernelArgs::new();
-            args.push(params).push(params.workspace);
-            // SAFETY: (GemmParams, workspace) as declared; the workspace holds batch·m·n f32
-            // written by the GEMM above (same stream), and D/C/bias are as checked above.
-            unsafe { finalize.launch(stream, &LaunchConfig::linear(blocks, 256), &mut args)? };
-        }
         drop(workspace_access);
-        drop((a_k_major, b_k_major, workspace));
+        drop(stream_k_cache);
+        drop((a_k_major, b_k_major));
         Ok(())
     }
 
@@ -387,24 +440,97 @@ impl<T: GemmInput> KMajor<T> {
     }
 }
 
-/// How many ways to split K: only when the output tiles fill less than half the GPU, enough
-/// splits to give every SM about one work unit, at most 16, and never an empty split (each
-/// split keeps at least two 64-wide K slices so the pipeline has something to overlap).
-fn split_k(tiles: u64, k_slices: u32, sm_count: u32) -> u32 {
-    if tiles == 0 || tiles * 2 > sm_count as u64 || k_slices < 4 {
-        return 1;
-    }
-    let wanted = (sm_count as u64 / tiles).clamp(1, 16) as u32;
-    let splits = wanted.min(k_slices / 2).max(1);
-    // Re-derive so that the last split is not empty with ceil-sized splits.
-    k_slices.div_ceil(k_slices.div_ceil(splits))
+fn poisoned() -> Error {
+    Error::InvalidArgument("a thread panicked while holding warpforge's stream-K workspace cache".into())
 }
 
-fn finalize_name(output: &str) -> &'static str {
-    match output {
-        "bf16" => entries::GEMM_SPLITK_FINALIZE_BF16,
-        "f16" => entries::GEMM_SPLITK_FINALIZE_F16,
-        _ => entries::GEMM_SPLITK_FINALIZE_F32,
+/// Stream-K buffers of one stream: a partial-tile slot and flags for `ctas` CTAs.
+struct StreamKBuffers {
+    slots: CudaSlice<f32>,
+    flags: CudaSlice<u32>,
+    ctas: u32,
+}
+
+impl StreamKBuffers {
+    /// Device pointers to both buffers, with their stream-ordering guards.
+    fn device_ptr_mut<'a>(&'a mut self, stream: &'a Arc<CudaStream>) -> ((u64, SyncOnDrop<'a>), (u64, SyncOnDrop<'a>)) {
+        (self.slots.device_ptr_mut(stream), self.flags.device_ptr_mut(stream))
+    }
+}
+
+/// The stream-K buffers of every stream that ran a stream-K GEMM, kept for the next call:
+/// launches on one stream are ordered, so they can share one set, and the kernel leaves the
+/// flags zero, so nothing is cleared between calls. Streams never share a set.
+#[derive(Clone, Default)]
+pub(crate) struct StreamKCache(Arc<Mutex<StreamKSets>>);
+
+/// Buffers by stream handle.
+#[derive(Default)]
+pub(crate) struct StreamKSets(HashMap<usize, StreamKBuffers>);
+
+impl StreamKCache {
+    pub(crate) fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, StreamKSets>> {
+        self.0.lock()
+    }
+}
+
+impl std::fmt::Debug for StreamKCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let streams = self.0.lock().map_or(0, |sets| sets.0.len());
+        write!(f, "StreamKCache {{ streams: {streams} }}")
+    }
+}
+
+impl StreamKSets {
+    /// `stream`'s buffers, (re)allocated when missing or smaller than `ctas` CTAs need. The
+    /// cached buffers hold a reference to their stream, so its handle cannot be reused by a
+    /// new stream while the entry exists.
+    fn buffers(&mut self, stream: &Arc<CudaStream>, ctas: u32) -> Result<&mut StreamKBuffers> {
+        let key = stream.cu_stream() as usize;
+        if self.0.get(&key).is_none_or(|b| b.ctas < ctas) {
+            // SAFETY: the kernel writes every slot element before any read of it (a partial is
+            // published before its flag is raised); f32 has no invalid bit patterns.
+            let slots = unsafe { stream.alloc::<f32>(ctas as usize * PARTIAL_SLOT_FLOATS as usize)? };
+            let flags = stream.alloc_zeros::<u32>(ctas as usize * FLAGS_PER_CTA as usize)?;
+            self.0.insert(key, StreamKBuffers { slots, flags, ctas });
+        }
+        Ok(self.0.get_mut(&key).expect("inserted above"))
+    }
+}
+
+/// Most CTAs one tile's K loop is split over by pure stream-K: the finaliser adds the others'
+/// partial tiles one after another (128 KiB each), so beyond a few the fix-up costs more than
+/// the extra CTAs' bandwidth brings.
+const MAX_PURE_SPLITS: u64 = 4;
+
+/// The tile schedule of one launch: its mode, grid and band width.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GemmSchedule {
+    mode: StreamKMode,
+    grid: u32,
+    raster_group: u32,
+}
+
+impl GemmSchedule {
+    /// `logic::schedule::heuristic` for `tiles_m × tiles_n` tiles (batches stacked along M) of
+    /// `k_slices` K slices each on `capacity` resident CTAs: data-parallel when the waves are
+    /// full enough (grid = tiles when they fit in one wave), stream-K (pure or hybrid) over every
+    /// resident CTA otherwise, but at most [`MAX_PURE_SPLITS`] CTAs per tile in pure mode. Bands
+    /// always run along M (the kernel's rasterisation).
+    fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
+        let capacity = capacity.max(1);
+        let tiles = tiles_m as u64 * tiles_n as u64;
+        let raster_group = raster_group(tiles_m, tiles_n);
+        let mode = match choose_scheduler(tiles_m, tiles_n, k_slices, capacity, TileCost::Uniform) {
+            Scheduler::StreamK(mode) => mode,
+            Scheduler::Static | Scheduler::Swizzled { .. } | Scheduler::Dynamic { .. } => StreamKMode::DataParallel,
+        };
+        let grid = match mode {
+            StreamKMode::DataParallel => tiles.min(capacity as u64) as u32,
+            StreamKMode::Pure => (tiles * MAX_PURE_SPLITS).min(capacity as u64) as u32,
+            StreamKMode::Hybrid => capacity,
+        };
+        GemmSchedule { mode, grid, raster_group }
     }
 }
 
@@ -416,19 +542,42 @@ fn raster_group(tiles_m: u32, _tiles_n: u32) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::split_k;
+    use super::{GemmSchedule, StreamKMode};
+    use warpforge_logic::schedule::stream_k::StreamKScheduler;
+
+    const H200_SMS: u32 = 132;
+
+    fn schedule(m: u32, n: u32, k: u32) -> GemmSchedule {
+        GemmSchedule::choose(m.div_ceil(128), n.div_ceil(256), k.div_ceil(64), H200_SMS)
+    }
 
     #[test]
-    fn split_k_only_for_small_grids_and_never_empty() {
-        assert_eq!(split_k(256, 64, 132), 1, "a full grid is not split");
-        assert_eq!(split_k(16, 64, 132), 8, "M=128, N=4096, K=4096: 16 tiles → 8 splits");
-        assert_eq!(split_k(16, 3, 132), 1, "too little K to split");
-        for tiles in 1..70u64 {
-            for k_slices in 1..300u32 {
-                let s = split_k(tiles, k_slices, 132);
-                let per = k_slices.div_ceil(s);
-                assert!((s - 1) * per < k_slices, "empty last split: tiles {tiles}, k {k_slices}, splits {s}");
-                assert!((1..=16).contains(&s));
+    fn full_waves_stay_data_parallel_and_partial_waves_use_stream_k() {
+        // 4096³: 512 tiles, 4 waves at 97 %.
+        let square = GemmSchedule { mode: StreamKMode::DataParallel, grid: 132, raster_group: 8 };
+        assert_eq!(schedule(4096, 4096, 4096), square);
+        // One wave at 97 %: 128 CTAs, one tile each.
+        assert_eq!(schedule(1024, 4096, 4096).grid, 128);
+        // M = 128: 16 tiles, less than a wave: 4 CTAs share each tile's K loop evenly.
+        let small_m = GemmSchedule { mode: StreamKMode::Pure, grid: 64, raster_group: 1 };
+        assert_eq!(schedule(128, 4096, 4096), small_m);
+        // 1152 × 8192: 288 tiles, the third wave 18 % full: hybrid.
+        assert_eq!(schedule(1152, 8192, 4096).mode, StreamKMode::Hybrid);
+        // Too little K to split: data-parallel whatever the waves.
+        assert_eq!(schedule(1152, 8192, 128).mode, StreamKMode::DataParallel);
+    }
+
+    #[test]
+    fn every_choice_is_buildable() {
+        for tm in [1u32, 2, 7, 9, 17, 33, 130, 131, 133, 264, 1000] {
+            for tn in [1u32, 3, 16, 43, 56] {
+                for k in [1u32, 3, 4, 64, 224] {
+                    let s = GemmSchedule::choose(tm, tn, k, H200_SMS);
+                    assert!(s.grid >= 1 && s.grid <= H200_SMS);
+                    assert!((1..=8).contains(&s.raster_group));
+                    let built = StreamKScheduler::try_new(tm * tn, k, s.grid, s.mode);
+                    assert!(built.is_some(), "{tm}×{tn}, k {k}: {s:?}");
+                }
             }
         }
     }

@@ -40,18 +40,24 @@ impl SaxpyElement for half::f16 {
 pub struct Warpforge {
     module: Module,
     sm_count: u32,
+    stream_k: crate::gemm::StreamKCache,
 }
 
 impl Warpforge {
     /// Loads the embedded PTX for `device`'s arch (a clear error on any other GPU).
     pub fn new(device: &Device) -> Result<Self> {
         let module = Module::load(device, &ptx::SET)?;
-        Ok(Warpforge { module, sm_count: device.attributes().sm_count })
+        Ok(Warpforge { module, sm_count: device.attributes().sm_count, stream_k: Default::default() })
     }
 
     /// The loaded module.
     pub fn module(&self) -> &Module {
         &self.module
+    }
+
+    /// The GEMM's per-stream stream-K buffers.
+    pub(crate) fn stream_k_cache(&self) -> &crate::gemm::StreamKCache {
+        &self.stream_k
     }
 
     /// Streaming multiprocessors of the device.

@@ -15,7 +15,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, Epilogue, Error, GemmProblem, Layout};
+use warpforge::{Activation, Consumers, Epilogue, Error, GemmProblem, Layout};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 
@@ -95,6 +95,7 @@ struct Case {
     with_bias: bool,
     activation: Activation,
     seed: u64,
+    consumers: Consumers,
 }
 
 impl Case {
@@ -115,6 +116,7 @@ impl Case {
             with_bias: false,
             activation: Activation::None,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
+            consumers: Consumers::Auto,
         }
     }
 }
@@ -151,6 +153,7 @@ impl Geometry {
         problem.alpha = case.alpha;
         problem.beta = case.beta;
         problem.activation = case.activation;
+        problem.consumers = case.consumers;
         let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
@@ -400,7 +403,8 @@ prop_compose! {
     ) -> Case {
         // beta != 0 needs C; with beta == 0, C is passed or not (and must be ignored).
         let with_c = with_c || beta != 0.0;
-        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, seed }
+        let consumers = Consumers::Auto;
+        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, seed, consumers }
     }
 }
 
@@ -441,6 +445,19 @@ proptest! {
     #[ignore = "needs an NVIDIA GPU"]
     fn gemm_random_f16_to_f32_matches_f64(case in any_case()) {
         run_case::<f16, f32>(&case);
+    }
+
+    /// The ping-pong consumers (64-row tiles, one per warpgroup, taking turns on the ring).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_bf16_pingpong_matches_f64(case in any_case()) {
+        run_case::<bf16, bf16>(&Case { consumers: Consumers::PingPong, ..case });
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_f16_pingpong_matches_f64(case in any_case()) {
+        run_case::<f16, f16>(&Case { consumers: Consumers::PingPong, ..case });
     }
 }
 
@@ -497,6 +514,24 @@ fn gemm_large_shapes_match_f64_at_samples() {
     run_case::<bf16, f32>(&Case::plain(1, 2048, 2048, 1));
     run_case::<f16, f16>(&Case { activation: Activation::GeluTanh, ..col_row(2048, 1, 1999, 3) });
     run_case::<bf16, f16>(&Case { pads: [5, 3, 0, 1], gaps: [Some(1); 4], ..col_row(1537, 2048, 64, 2) });
+    // Stream-K schedules (the host picks them from the wave fill; see `GemmSchedule`):
+    // 16 tiles of 64 K slices over 132 CTAs, each tile finished from ~8 partials (pure) ...
+    run_case::<bf16, f32>(&Case::plain(128, 4096, 4096, 1));
+    // ... 288 tiles, the third wave 18 % full (hybrid: the last two waves split) ...
+    run_case::<bf16, bf16>(&Case::plain(1152, 8192, 1024, 1));
+    // ... and a batched hybrid with the whole epilogue, ragged in every dimension.
+    let epilogue = Case {
+        with_c: true,
+        with_bias: true,
+        beta: 0.5,
+        activation: Activation::Silu,
+        ..Case::plain(641, 2303, 777, 3)
+    };
+    run_case::<f16, bf16>(&epilogue);
+    // Ping-pong on a hybrid stream-K schedule (64-row tiles: 18 × 32 = 576 tiles, 4.4 waves),
+    // and on a pure one.
+    run_case::<bf16, bf16>(&Case { consumers: Consumers::PingPong, ..Case::plain(1152, 8192, 1024, 1) });
+    run_case::<f16, f16>(&Case { consumers: Consumers::PingPong, ..Case::plain(128, 4096, 4096, 1) });
 }
 
 /// Each invalid argument is an `Error::InvalidArgument`, and nothing is launched: D keeps its

@@ -40,9 +40,15 @@ pub mod gemm_sm90 {
     /// Columns of D per TMA store box (128 bytes of a 16-bit output: one swizzle span).
     pub const STORE_BOX_COLS: u32 = 64;
     /// Dynamic shared memory: the operand ring, the 16-bit output staging tile (BLOCK_M ×
-    /// BLOCK_N), the ring's barriers, and alignment slack.
+    /// BLOCK_N), the ring's barriers, the two ping-pong turn barriers, and alignment slack.
     pub const SMEM_BYTES: u32 =
-        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * BLOCK_N * 2 + 2 * STAGES * 8 + 1024;
+        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * BLOCK_N * 2 + 2 * STAGES * 8 + 2 * 8 + 1024;
+    /// Consumer warpgroups per CTA (each owns `BLOCK_M / 2` rows of the tile).
+    pub const CONSUMERS: u32 = 2;
+    /// Stream-K flags per CTA: one per consumer warpgroup.
+    pub const FLAGS_PER_CTA: u32 = CONSUMERS;
+    /// f32 per CTA in the stream-K workspace: one partial accumulator tile (BLOCK_M × BLOCK_N).
+    pub const PARTIAL_SLOT_FLOATS: u32 = BLOCK_M * BLOCK_N;
 }
 
 /// What the persistent-scheduler test kernel records per tile.
@@ -88,12 +94,10 @@ pub mod entries {
     pub const GEMM_F16_F16: &str = "gemm_f16_f16_ws_persistent_sm90";
     /// f16 inputs, f32 output.
     pub const GEMM_F16_F32: &str = "gemm_f16_f32_ws_persistent_sm90";
-    /// Split-K finalize, bf16 output.
-    pub const GEMM_SPLITK_FINALIZE_BF16: &str = "gemm_splitk_finalize_bf16";
-    /// Split-K finalize, f16 output.
-    pub const GEMM_SPLITK_FINALIZE_F16: &str = "gemm_splitk_finalize_f16";
-    /// Split-K finalize, f32 output.
-    pub const GEMM_SPLITK_FINALIZE_F32: &str = "gemm_splitk_finalize_f32";
+    /// bf16 → bf16 with ping-pong consumers (64 × 256 tiles, one per consumer warpgroup).
+    pub const GEMM_BF16_BF16_PINGPONG: &str = "gemm_bf16_bf16_pingpong_sm90";
+    /// f16 → f16 with ping-pong consumers.
+    pub const GEMM_F16_F16_PINGPONG: &str = "gemm_f16_f16_pingpong_sm90";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -165,11 +169,16 @@ pub struct GemmParams {
     /// 1 when D is written through its tensor map (16-bit output, 16-byte pitch), 0 for
     /// direct stores.
     pub d_tma: u32,
-    /// Splits of K (≥ 1). Above 1 each tile's K is divided over that many workers, which add
-    /// `alpha·A·B` into `workspace`; a finalize kernel then writes D.
-    pub k_splits: u32,
-    /// Device address of the split-K f32 workspace (`batch·m·n`, zeroed), or 0.
+    /// Tile schedule: `StreamKMode::code` of `logic::schedule::stream_k` — 0 data-parallel
+    /// (every tile whole, no fix-up), 1 pure stream-K, 2 data-parallel + stream-K hybrid.
+    pub stream_k: u32,
+    /// Device address of the stream-K partial-tile slots: one per CTA of the grid, each
+    /// [`gemm_sm90::PARTIAL_SLOT_FLOATS`] f32 (contents need no initialisation); 0 when
+    /// `stream_k == 0`.
     pub workspace: u64,
+    /// Device address of the stream-K flags: [`gemm_sm90::FLAGS_PER_CTA`] u32 per CTA of the
+    /// grid, zero at launch (the kernel leaves them zero again); 0 when `stream_k == 0`.
+    pub flags: u64,
 }
 
 /// Parameters of the strided copy used to bring GEMM operands into the K-major, 16-byte-pitched

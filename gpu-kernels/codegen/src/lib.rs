@@ -224,6 +224,15 @@ fn render_accumulator(out: &mut String, acc: AccType, n: u32) {
     for line in calls.chunks(8) {
         let _ = writeln!(out, "        {}", line.join(" "));
     }
+    let _ = writeln!(out, "    }}");
+    let _ = writeln!(
+        out,
+        "    #[inline(always)]\n    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut {elem})) {{"
+    );
+    let calls: Vec<String> = (0..regs).map(|i| format!("f({i}, &mut self.{i});")).collect();
+    for line in calls.chunks(8) {
+        let _ = writeln!(out, "        {}", line.join(" "));
+    }
     let _ = writeln!(out, "    }}\n}}");
 
     let placeholders = vec!["{}"; regs as usize].join(", ");

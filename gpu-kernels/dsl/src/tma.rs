@@ -150,7 +150,8 @@ pub unsafe fn load_3d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
 }
 
 /// Stores `src` to the 3-D box at (`x`, `y`, `z`) (depth-1 box; `z` selects a batch). Complete
-/// with [`commit_group`] + [`wait_group`]; elements outside the tensor are not written.
+/// with [`commit_group`] + [`wait_group`]; elements outside the tensor are not written, except
+/// past an innermost extent that is not a multiple of 16 bytes (see the raw store's safety).
 ///
 /// # Safety
 /// As for [`store_2d`], with a 3-D map whose box is `COLS × ROWS × 1`.

@@ -1,8 +1,11 @@
 //! Persistent, warp-specialised 16-bit GEMM for Hopper: `D = act(alpha·A·Bᵀ + beta·C + bias)`.
 //!
-//! Algorithm: each CTA owns 128 × 256 tiles of D handed out by a grouped (L2-friendly) static
-//! schedule over a persistent grid of one CTA per SM. A and B are K-major (A: M × K, B: N × K),
-//! read by TMA in 64-wide K slices into a 4-stage shared-memory ring under 128-byte swizzle;
+//! Algorithm: a persistent grid of one CTA per SM works through 128 × 256 tiles of D in a
+//! grouped (L2-friendly) order. The schedule (`logic::schedule::stream_k`, chosen per launch by
+//! the host) is data-parallel — whole tiles round robin — or stream-K / hybrid, where the last
+//! waves' K loops are split evenly over all CTAs and the CTAs sharing a tile combine their
+//! partial sums through [`crate::gemm_stream_k`]. A and B are K-major (A: M × K, B: N × K),
+//! read by TMA in 64-wide K slices into a 3-stage shared-memory ring under 128-byte swizzle;
 //! out-of-bounds boxes are zero-filled, so ragged M, N and K need no padding.
 //!
 //! Warp roles (384 threads):
@@ -11,19 +14,22 @@
 //! - warpgroups 1 and 2, consumers: each multiplies its 64 rows of the tile by the 256 columns
 //!   with `wgmma.m64n256k16` (128 f32 accumulators per thread, registers raised to 232), keeps
 //!   one wgmma group in flight, releases each stage after the next one's wgmmas are issued, and
-//!   writes its half of the tile straight from registers (masked at the edges).
+//!   writes its half of the tile through shared memory and TMA stores (direct stores when D
+//!   cannot be written by TMA), overlapping the stores with the next tile's main loop.
 //!
-//! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB + 8 barriers.
-//! Pipeline depth: 4. Measured ratio vs cuBLAS: see docs/PERF.md (H200, 2026-11-29).
+//! Shared memory: 3 stages × (2 × 64×64 + 256×64) bf16 = 144 KiB, 64 KiB of output staging,
+//! and the ring's barriers. Measured ratio vs cuBLAS: see docs/PERF.md (H200).
 
-use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES, STORE_BOX_COLS};
+use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, STAGES, STORE_BOX_COLS};
 use warpforge_dsl::abi::{GemmParams, TensorMap};
 
 use crate::gemm_epilogue::{Output, finish};
-use warpforge_dsl::atomic;
+use crate::gemm_stream_k::PartialSlots;
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::fragment::acc_coord;
-use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization, SwizzledScheduler};
+use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
+use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization};
+use warpforge_dsl::mbarrier::{Mbarrier, Phase, fence_init};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
@@ -36,8 +42,6 @@ use warpforge_dsl::{tma, warp};
 
 const RING: usize = STAGES as usize;
 const K_SLICE: usize = BLOCK_K as usize;
-/// Consumer warpgroups, each owning 64 rows of the tile; each releases a stage once.
-const CONSUMERS: u32 = 2;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
@@ -53,7 +57,13 @@ type Staging<O> = SmemTileRing<<O as Output>::Staged, { A_BOX_ROWS as usize }, S
 const STORE_COLS: usize = STORE_BOX_COLS as usize;
 const STORE_BOXES: usize = (BLOCK_N / STORE_BOX_COLS) as usize;
 
-/// The whole kernel, generic over input and output types; the entries below instantiate it.
+/// The whole kernel, generic over input and output types and the consumer arrangement; the
+/// entries below instantiate it. `PINGPONG = false` (cooperative): both consumer warpgroups
+/// work on one 128 × 256 tile, 64 rows each. `PINGPONG = true`: each warpgroup owns whole
+/// 64 × 256 tiles, alternating units of the CTA's sequence, so one warpgroup's epilogue runs
+/// while the other's main loop keeps the tensor cores busy; a pair of "turn" barriers makes
+/// the main loops take turns (a warpgroup starts waiting on the ring only once the other has
+/// waited on every earlier stage, which keeps each parity wait within one phase of its barrier).
 ///
 /// # Safety
 /// `a_map`/`b_map` describe A (K × M × batch) and B (K × N × batch) with boxes 64 × 64 × 1 and
@@ -61,8 +71,12 @@ const STORE_BOXES: usize = (BLOCK_N / STORE_BOX_COLS) as usize;
 /// [`GemmParams`], all valid for the launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic
 /// shared memory.
 #[inline(always)]
-unsafe fn gemm<T: WgmmaElement, O: Output>(a_map: &TensorMap, b_map: &TensorMap, d_map: &TensorMap, p: &GemmParams)
-where
+unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
+    a_map: &TensorMap,
+    b_map: &TensorMap,
+    d_map: &TensorMap,
+    p: &GemmParams,
+) where
     Acc: WgmmaSs<T::Kind, T::Kind>,
 {
     // Shared-memory plan.
@@ -73,24 +87,34 @@ where
     let staging = [Staging::<O>::alloc(&mut smem), Staging::<O>::alloc(&mut smem)];
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+    let turn_slots = [Mbarrier::alloc(&mut smem), Mbarrier::alloc(&mut smem)];
+    // SAFETY: initialised below by thread 0 and published by the block barrier.
+    let turns = unsafe { [Mbarrier::at(turn_slots[0]), Mbarrier::at(turn_slots[1])] };
 
     // Barrier init.
     if thread_rank() == 0 {
         tma::prefetch(a_map);
         tma::prefetch(b_map);
-        // SAFETY: one thread; each consumer warpgroup releases each stage once per lap.
-        unsafe { pipe.init(CONSUMERS) };
+        // SAFETY: one thread. Cooperative: each consumer warpgroup releases each stage once
+        // per lap; ping-pong: only the warpgroup that read it. One turn arrival per phase.
+        unsafe {
+            pipe.init(if PINGPONG { 1 } else { CONSUMERS });
+            turns[0].init(1);
+            turns[1].init(1);
+        }
+        fence_init();
     }
     // SAFETY: all 384 threads reach this barrier.
     unsafe { sync_threads() };
 
-    // Schedule (shared by every role so they agree on the tile sequence).
+    // Schedule (shared by every role so they agree on the unit sequence): tiles of every batch
+    // stacked along M, visited in grouped order; whole tiles or stream-K runs of K slices.
     let group = if p.raster_group == 0 { DEFAULT_RASTER_GROUP } else { p.raster_group };
-    // Work units: every (split of K, batch, tile row) × tile column; split 1 without split-K.
-    let raster = Rasterization::new(p.tiles_m * p.batch * p.k_splits, p.tiles_n, group, Raster::AlongM);
-    let schedule = SwizzledScheduler::new(raster, grid_dim().x);
-    let worker = block_idx().x;
+    let raster = Rasterization::new(p.tiles_m * p.batch, p.tiles_n, group, Raster::AlongM);
     let k_slices = p.k.div_ceil(BLOCK_K).max(1);
+    let mode = StreamKMode::from_code(p.stream_k);
+    let schedule = StreamKScheduler::new(raster.tile_count(), k_slices, grid_dim().x, mode);
+    let worker = block_idx().x;
 
     if warpgroup_id() == 0 {
         // Producer.
@@ -99,25 +123,32 @@ where
         // SAFETY: all 32 lanes of warp 0 call it together.
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
             let mut state = PipelineState::<RING>::START;
-            let mut iteration = 0;
-            while let Some(tile) = schedule.tile(worker, iteration) {
-                let unit = work_unit(p, tile.m, tile.n, k_slices);
+            let mut index = 0;
+            while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index) {
                 let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
-                for slice in unit.first_slice..unit.first_slice + unit.slices {
+                for slice in unit.k_begin..unit.k_end {
                     let k0 = (slice * BLOCK_K) as i32;
-                    // SAFETY: one producer thread; the three loads below deliver exactly the
-                    // announced bytes (full boxes, out-of-bounds elements zero-filled).
-                    let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T>)>(state) };
-                    // SAFETY: the maps' boxes match the tile types (host contract); each slot
-                    // is free (acquired above) until the consumers release it.
-                    unsafe {
-                        tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
-                        tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, &full);
-                        tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
+                    // SAFETY (both arms): one producer thread; the loads deliver exactly the
+                    // announced bytes (full boxes, out-of-bounds elements zero-filled); the
+                    // maps' boxes match the tile types (host contract); each slot is free
+                    // (acquired) until the consumers release it.
+                    if PINGPONG {
+                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, BTile<T>)>(state) };
+                        unsafe {
+                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
+                            tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
+                        }
+                    } else {
+                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T>)>(state) };
+                        unsafe {
+                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
+                            tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, &full);
+                            tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
+                        }
                     }
                     state.advance();
                 }
-                iteration += 1;
+                index += 1;
             }
         }
         return;
@@ -127,15 +158,29 @@ where
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let half = warpgroup_id() - 1;
-    let a_ring = if half == 0 { a_top } else { a_bottom };
+    let a_ring = if PINGPONG || half == 0 { a_top } else { a_bottom };
+    // Ping-pong: a CTA publishes at most one partial tile (64 rows), into the first half slot.
+    let slot_half = if PINGPONG { 0 } else { half };
+    let (first_unit, unit_step) = if PINGPONG { (half, 2) } else { (0, 1) };
+    let mut turn = Phase::ZERO;
     let my_staging = if half == 0 { staging[0] } else { staging[1] };
     // SAFETY: ids 1 and 2 are used only here, each by exactly its warpgroup's 128 threads.
     let wg_barrier = unsafe { NamedBarrier::<128>::new(1 + half) };
     let leader = warpgroup::thread_index() == 0;
+    // SAFETY: the host passes a workspace and zeroed flags for the grid whenever it schedules
+    // stream-K units; without them no unit has a Partial or Finalize role.
+    let slots = unsafe { PartialSlots::new(p) };
     let mut state = PipelineState::<RING>::START;
-    let mut iteration = 0;
-    while let Some(tile) = schedule.tile(worker, iteration) {
-        let unit = work_unit(p, tile.m, tile.n, k_slices);
+    let mut index = first_unit;
+    while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index) {
+        if PINGPONG && index > 0 {
+            // The other warpgroup's unit `index - 1` fills the ring before this one: skip its
+            // stages, and start once its main loop has waited on all of them.
+            if let Some(other) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index - 1) {
+                state.advance_by(other.k_end - other.k_begin);
+            }
+            turns[half as usize].wait(&mut turn);
+        }
         let mut acc = Acc::ZERO;
         let mut previous = state;
         // At least one slice (k ≥ 1), written as a do-while: a zero-trip path would hand the
@@ -161,9 +206,14 @@ where
             previous = state;
             state.advance();
             slice += 1;
-            if slice >= unit.slices {
+            if slice >= unit.k_end - unit.k_begin {
                 break;
             }
+        }
+        if PINGPONG && leader {
+            // SAFETY: one arrival per unit on the other warpgroup's turn barrier (count 1),
+            // which waits once per unit of its own.
+            unsafe { turns[1 - half as usize].arrive() };
         }
         // SAFETY: whole warpgroup; completes every wgmma writing `acc` and reading `previous`.
         unsafe { warpgroup::wait::<0>() };
@@ -171,12 +221,25 @@ where
             // SAFETY: as above.
             unsafe { pipe.consumer_release(previous) };
         }
+        match unit.role {
+            UnitRole::Whole => {}
+            UnitRole::Partial => {
+                // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
+                // first); `acc` was waited for above.
+                unsafe { slots.publish(&acc, worker, slot_half, &wg_barrier, leader) };
+                index += unit_step;
+                continue;
+            }
+            UnitRole::Finalize => {
+                let (_, last) = unit.contributors;
+                // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
+                // partial once (the schedule's contract).
+                unsafe { slots.accumulate(&mut acc, worker + 1, last, slot_half, &wg_barrier, leader) };
+            }
+        }
         let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
-        let row0 = m0 as u32 + half * A_BOX_ROWS;
-        if p.k_splits > 1 {
-            // SAFETY: `p.workspace` holds batch·m·n zeroed f32 (host contract for split-K).
-            unsafe { epilogue_split(&acc, p, batch as u32, row0, n0 as u32) };
-        } else if p.d_tma != 0 {
+        let row0 = m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
+        if p.d_tma != 0 {
             // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
             // to this warpgroup; `wg_barrier` counts its 128 threads.
             unsafe { epilogue_staged::<O>(&acc, p, d_map, &my_staging, &wg_barrier, leader, batch, row0, n0 as u32) };
@@ -184,7 +247,7 @@ where
             // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
             unsafe { epilogue::<O>(&acc, p, batch as u32, row0, n0 as u32) };
         }
-        iteration += 1;
+        index += unit_step;
     }
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.
@@ -192,32 +255,45 @@ where
     }
 }
 
-/// One scheduled piece of work: an output tile of a batch and a run of its K slices.
+/// One scheduled piece of work: K slices `k_begin..k_end` of an output tile of a batch.
 struct WorkUnit {
     batch: i32,
     m0: i32,
     n0: i32,
-    first_slice: u32,
-    /// At least 1: the host picks `k_splits` so that no split is empty.
-    slices: u32,
+    /// `k_begin < k_end`: the schedule never hands out an empty run.
+    k_begin: u32,
+    k_end: u32,
+    role: UnitRole,
+    /// The CTAs that compute part of this tile (`first..=last`; the first finalises it).
+    contributors: (u32, u32),
 }
 
-/// Decodes a scheduled tile: the schedule's M axis runs over the `tiles_m` tile rows of each
-/// batch, batch after batch, and that again for each split of K.
+/// The `index`-th unit of `worker`, decoded: the rasterisation's M axis runs over the
+/// `tiles_m` tile rows of each batch, batch after batch; tiles have 128 rows (cooperative) or
+/// 64 (ping-pong).
 #[inline(always)]
-fn work_unit(p: &GemmParams, tile_m: u32, tile_n: u32, k_slices: u32) -> WorkUnit {
-    let rows_per_split = p.tiles_m * p.batch;
-    let (split, rest) = (tile_m / rows_per_split, tile_m % rows_per_split);
-    let per_split = k_slices.div_ceil(p.k_splits);
-    let first_slice = split * per_split;
-    let end = if first_slice + per_split < k_slices { first_slice + per_split } else { k_slices };
-    WorkUnit {
-        batch: (rest / p.tiles_m) as i32,
-        m0: ((rest % p.tiles_m) * BLOCK_M) as i32,
-        n0: (tile_n * BLOCK_N) as i32,
-        first_slice,
-        slices: end - first_slice,
-    }
+fn work_unit<const PINGPONG: bool>(
+    p: &GemmParams,
+    raster: &Rasterization,
+    schedule: &StreamKScheduler,
+    worker: u32,
+    index: u32,
+) -> Option<WorkUnit> {
+    let unit = schedule.unit(worker, index)?;
+    let tile = raster.coord(unit.tile)?;
+    let contributors = match unit.role {
+        UnitRole::Finalize => schedule.contributors(unit.tile)?,
+        _ => (worker, worker),
+    };
+    Some(WorkUnit {
+        batch: (tile.m / p.tiles_m) as i32,
+        m0: ((tile.m % p.tiles_m) * if PINGPONG { A_BOX_ROWS } else { BLOCK_M }) as i32,
+        n0: (tile.n * BLOCK_N) as i32,
+        k_begin: unit.k_begin,
+        k_end: unit.k_end,
+        role: unit.role,
+        contributors,
+    })
 }
 
 /// Writes this warpgroup's 64 × 256 block through shared memory and TMA stores: the values
@@ -301,27 +377,6 @@ unsafe fn stage_block<O: Output>(acc: &Acc, staging: &Staging<O>, t: u32, value:
     });
 }
 
-/// Split-K: adds `alpha·acc` of this warpgroup's block into the f32 workspace (packed M × N per
-/// batch) with atomics; the finalize kernel applies the rest of the epilogue.
-///
-/// # Safety
-/// `p.workspace` holds `batch·m·n` f32 that only atomics touch during the launch.
-#[inline(always)]
-unsafe fn epilogue_split(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, col0: u32) {
-    let t = warpgroup::thread_index();
-    let ws = p.workspace as *mut f32;
-    let base = batch as u64 * p.m as u64 * p.n as u64;
-    acc.for_each(|i, value| {
-        let (r, c) = acc_coord(t, i as u32);
-        let (row, col) = (row0 + r, col0 + c);
-        if row < p.m && col < p.n {
-            let at = base + row as u64 * p.n as u64 + col as u64;
-            // SAFETY: an in-bounds workspace element (function contract).
-            unsafe { atomic::add_f32(ws.add(at as usize), p.alpha * value) };
-        }
-    });
-}
-
 /// Writes this warpgroup's 64 × 256 block at (`row0`, `col0`) of `batch` with direct stores
 /// (any output type and pitch; the fallback when D cannot be written by TMA).
 ///
@@ -346,7 +401,7 @@ unsafe fn epilogue<O: Output>(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, 
 }
 
 macro_rules! gemm_entries {
-    ($($name:ident: $input:ty => $output:ty;)*) => {$(
+    ($($name:ident: $input:ty => $output:ty, $pingpong:literal;)*) => {$(
         /// GEMM entry point; see the module docs and [`GemmParams`].
         ///
         /// # Safety
@@ -359,16 +414,18 @@ macro_rules! gemm_entries {
             params: GemmParams,
         ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { gemm::<$input, $output>(a_map, b_map, d_map, &params) }
+            unsafe { gemm::<$input, $output, $pingpong>(a_map, b_map, d_map, &params) }
         }
     )*};
 }
 
 gemm_entries! {
-    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16;
-    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16;
-    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32;
-    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16;
-    gemm_f16_f16_ws_persistent_sm90: F16 => F16;
-    gemm_f16_f32_ws_persistent_sm90: F16 => f32;
+    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16, false;
+    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16, false;
+    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32, false;
+    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16, false;
+    gemm_f16_f16_ws_persistent_sm90: F16 => F16, false;
+    gemm_f16_f32_ws_persistent_sm90: F16 => f32, false;
+    gemm_bf16_bf16_pingpong_sm90: Bf16 => Bf16, true;
+    gemm_f16_f16_pingpong_sm90: F16 => F16, true;
 }

@@ -1,16 +1,9 @@
-//! The GEMM epilogue's element math, shared by the GEMM kernels and the split-K finalize
-//! kernels: `D = act(alpha·acc + beta·C + bias)`, and the output element types.
-//!
-//! Split-K: when a problem has too few output tiles to fill the GPU, the GEMM splits K over
-//! several workers that add `alpha·acc` into a zeroed f32 workspace with atomics; the
-//! `gemm_splitk_finalize_*` kernels here then apply `beta·C + bias`, the activation and the
-//! rounding, one thread per element.
+//! The GEMM epilogue's element math: `D = act(alpha·acc + beta·C + bias)`, and the output
+//! element types.
 
 use warpforge_dsl::abi::{Activation, GemmParams};
-use warpforge_dsl::kernel;
 use warpforge_dsl::math;
 use warpforge_dsl::num::{Bf16, F16};
-use warpforge_dsl::thread::{global_x, grid_stride_x};
 
 /// An output element type of the epilogue.
 pub trait Output: Copy {
@@ -84,40 +77,4 @@ pub unsafe fn finish<O: Output>(p: &GemmParams, value: f32, alpha: f32, batch: u
         Activation::Silu => math::silu(v),
         Activation::GeluTanh => math::gelu_tanh(v),
     }
-}
-
-macro_rules! finalize_entries {
-    ($($name:ident: $output:ty;)*) => {$(
-        /// Split-K finalize: `D[b][i][j] = act(ws[b][i][j] + beta·C + bias)` rounded to the
-        /// output type, for every element of the problem (`ws` holds `alpha·A·B`, packed M × N
-        /// per batch).
-        ///
-        /// # Safety
-        /// `params` describes D, C, bias as for the GEMM; `workspace` holds `batch·m·n` f32.
-        #[kernel(max_threads = 1024)]
-        pub unsafe fn $name(params: GemmParams, workspace: *const f32) {
-            let p = &params;
-            let per_batch = p.m as u64 * p.n as u64;
-            let total = p.batch as u64 * per_batch;
-            let mut i = global_x() as u64;
-            while i < total {
-                let (b, within) = (i / per_batch, i % per_batch);
-                let (row, col) = ((within / p.n as u64) as u32, (within % p.n as u64) as u32);
-                // SAFETY: i < batch·m·n, inside the workspace (contract).
-                let partial = unsafe { *workspace.add(i as usize) };
-                // SAFETY: (row, col) is inside the problem; C and bias as the contract says.
-                let v = unsafe { finish::<$output>(p, partial, 1.0, b as u32, row, col) };
-                let at = b * p.stride_d + row as u64 * p.ldd + col as u64;
-                // SAFETY: an in-bounds element of D (contract).
-                unsafe { *(p.d as *mut $output).add(at as usize) = <$output as Output>::from_f32(v) };
-                i += grid_stride_x() as u64;
-            }
-        }
-    )*};
-}
-
-finalize_entries! {
-    gemm_splitk_finalize_bf16: Bf16;
-    gemm_splitk_finalize_f16: F16;
-    gemm_splitk_finalize_f32: f32;
 }

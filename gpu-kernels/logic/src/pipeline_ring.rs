@@ -30,6 +30,17 @@ impl<const STAGES: usize> RingState<STAGES> {
         }
     }
 
+    /// The slot `n` slots later (what `n` calls of [`RingState::advance`] reach): how a consumer
+    /// skips the slots another consumer takes.
+    #[inline(always)]
+    pub fn advance_by(&mut self, n: u32) {
+        let stages = STAGES as u32;
+        let ahead = self.stage + n % stages;
+        let laps = n / stages + ahead / stages;
+        self.stage = ahead % stages;
+        self.parity ^= laps & 1;
+    }
+
     /// Parity the consumer waits for on this slot's "full" barrier.
     #[inline(always)]
     pub const fn consumer_parity(self) -> u32 {
@@ -168,6 +179,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn advance_by_equals_repeated_advance(stage in 0u32..5, parity in 0u32..2, n in 0u32..10_000) {
+            let start = RingState::<5> { stage, parity };
+            let (mut stepped, mut jumped) = (start, start);
+            for _ in 0..n {
+                stepped.advance();
+            }
+            jumped.advance_by(n);
+            prop_assert_eq!(jumped, stepped);
+        }
+
         #[test]
         fn every_consumer_sees_every_item_once_in_order(
             items in 1u32..40,

@@ -119,7 +119,11 @@ macro_rules! tensor_ops {
         /// `map` is the generic address of a valid tensor map; `src` is a shared-window address of
         /// this CTA holding the box in the map's swizzled layout, written by generic stores only
         /// before a `fence.proxy.async.shared::cta` + barrier; `src` is not overwritten before a
-        /// [`bulk_wait_group_read`] covering this copy's commit group.
+        /// [`bulk_wait_group_read`] covering this copy's commit group. Clipping at the tensor's
+        /// innermost edge is 16-byte granular: where that extent is not a multiple of 16 bytes,
+        /// a box reaching the edge also writes the rest of each row's last 16-byte chunk (the
+        /// memory past the extent, up to the next multiple of 16 bytes; measured on the H200),
+        /// so that memory must be writable and may be overwritten.
         #[inline(always)]
         #[allow(clippy::too_many_arguments, reason = "one argument per PTX operand of the 4-D/5-D forms")]
         pub unsafe fn $name(map: *const TensorMap, $($c: i32,)+ src: u32) {

@@ -36,6 +36,9 @@ pub trait Accumulator: Copy {
     /// Calls `f(i, register i)` for every register with constant indices (the fields stay in
     /// registers after inlining, unlike an indexed array).
     fn for_each(&self, f: impl FnMut(usize, Self::Elem));
+    /// Calls `f(i, &mut register i)` for every register, as [`Accumulator::for_each`] (e.g. to
+    /// add partial sums computed elsewhere into the tile).
+    fn for_each_mut(&mut self, f: impl FnMut(usize, &mut Self::Elem));
 }
 
 /// `D = A·B (+ D)` with A and B from shared-memory descriptors, for this accumulator and the

@@ -34,13 +34,36 @@
 //! Tile indices are positions in a [`super::swizzled::Rasterization`]; stream-K tiles are
 //! `0..sk_tiles`, data-parallel ones `sk_tiles..T`.
 
-/// Pure stream-K or the hybrid (see the module doc for the hybrid rule).
+/// Pure stream-K, the hybrid (see the module doc for the hybrid rule), or no stream-K at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StreamKMode {
+    /// Every tile data-parallel, round robin over the workers: no fix-up. Lets one kernel run
+    /// every schedule through this type.
+    DataParallel,
     /// All tiles stream-K.
     Pure,
     /// Data-parallel full waves, stream-K for the last full wave plus the partial wave.
     Hybrid,
+}
+
+impl StreamKMode {
+    /// The code a kernel parameter carries: 0 data-parallel, 1 pure, 2 hybrid.
+    pub const fn code(self) -> u32 {
+        match self {
+            StreamKMode::DataParallel => 0,
+            StreamKMode::Pure => 1,
+            StreamKMode::Hybrid => 2,
+        }
+    }
+
+    /// The mode of [`StreamKMode::code`]; unknown codes are data-parallel.
+    pub const fn from_code(code: u32) -> Self {
+        match code {
+            1 => StreamKMode::Pure,
+            2 => StreamKMode::Hybrid,
+            _ => StreamKMode::DataParallel,
+        }
+    }
 }
 
 /// What a worker does with the accumulator at the end of a [`WorkUnit`].
@@ -90,6 +113,7 @@ impl StreamKScheduler {
         let workers = if workers == 0 { 1 } else { workers };
         let k_iters = if k_iters_per_tile == 0 { 1 } else { k_iters_per_tile };
         let sk_tiles = match mode {
+            StreamKMode::DataParallel => 0,
             StreamKMode::Pure => tiles,
             StreamKMode::Hybrid => {
                 let (full_waves, rest) = (tiles / workers, tiles % workers);
@@ -249,7 +273,7 @@ mod tests {
     use std::vec::Vec;
 
     fn mode_strategy() -> impl Strategy<Value = StreamKMode> {
-        prop_oneof![Just(StreamKMode::Pure), Just(StreamKMode::Hybrid)]
+        prop_oneof![Just(StreamKMode::DataParallel), Just(StreamKMode::Pure), Just(StreamKMode::Hybrid)]
     }
 
     fn workers_strategy() -> impl Strategy<Value = u32> {
@@ -317,7 +341,8 @@ mod tests {
 
         #[test]
         fn stream_k_load_is_within_one_iteration_of_the_mean(
-            tiles in 1u32..400, k in 1u32..40, workers in workers_strategy(), mode in mode_strategy(),
+            tiles in 1u32..400, k in 1u32..40, workers in workers_strategy(),
+            mode in prop_oneof![Just(StreamKMode::Pure), Just(StreamKMode::Hybrid)],
         ) {
             let s = StreamKScheduler::new(tiles, k, workers, mode);
             let load = check(&s, workers);
@@ -328,6 +353,20 @@ mod tests {
                 // Hybrid: every worker has the same number of data-parallel tiles, so it keeps
                 // the stream-K balance.
                 prop_assert!((lo..=hi).contains(&u64::from(l)), "worker {} load {} not in {}..={}", w, l, lo, hi);
+            }
+        }
+
+        #[test]
+        fn data_parallel_hands_out_whole_tiles_round_robin(tiles in 1u32..2000, k in 1u32..64, workers in workers_strategy()) {
+            let s = StreamKScheduler::new(tiles, k, workers, StreamKMode::DataParallel);
+            prop_assert_eq!(s.stream_k_tiles(), 0);
+            check(&s, workers);
+            for w in 0..workers.min(tiles) {
+                let mut i = 0;
+                while let Some(u) = s.unit(w, i) {
+                    prop_assert_eq!(u, WorkUnit { tile: w + i * workers, k_begin: 0, k_end: k, role: UnitRole::Whole });
+                    i += 1;
+                }
             }
         }
 

@@ -29,6 +29,10 @@ impl Accumulator for Acc64x8F32 {
     fn for_each(&self, mut f: impl FnMut(usize, f32)) {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3);
+    }
 }
 
 macro_rules! regs_f32_n8 {
@@ -50,6 +54,10 @@ impl Accumulator for Acc64x16F32 {
     #[inline(always)]
     fn for_each(&self, mut f: impl FnMut(usize, f32)) {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
     }
 }
 
@@ -74,6 +82,11 @@ impl Accumulator for Acc64x24F32 {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11);
+    }
 }
 
 macro_rules! regs_f32_n24 {
@@ -96,6 +109,11 @@ impl Accumulator for Acc64x32F32 {
     fn for_each(&self, mut f: impl FnMut(usize, f32)) {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
     }
 }
 
@@ -121,6 +139,12 @@ impl Accumulator for Acc64x40F32 {
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19);
+    }
 }
 
 macro_rules! regs_f32_n40 {
@@ -144,6 +168,12 @@ impl Accumulator for Acc64x48F32 {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
     }
 }
 
@@ -170,6 +200,13 @@ impl Accumulator for Acc64x56F32 {
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27);
+    }
 }
 
 macro_rules! regs_f32_n56 {
@@ -194,6 +231,13 @@ impl Accumulator for Acc64x64F32 {
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
     }
 }
 
@@ -221,6 +265,14 @@ impl Accumulator for Acc64x72F32 {
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35);
+    }
 }
 
 macro_rules! regs_f32_n72 {
@@ -246,6 +298,14 @@ impl Accumulator for Acc64x80F32 {
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
     }
 }
 
@@ -274,6 +334,15 @@ impl Accumulator for Acc64x88F32 {
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43);
+    }
 }
 
 macro_rules! regs_f32_n88 {
@@ -300,6 +369,15 @@ impl Accumulator for Acc64x96F32 {
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
     }
 }
 
@@ -329,6 +407,16 @@ impl Accumulator for Acc64x104F32 {
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51);
+    }
 }
 
 macro_rules! regs_f32_n104 {
@@ -356,6 +444,16 @@ impl Accumulator for Acc64x112F32 {
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
     }
 }
 
@@ -386,6 +484,17 @@ impl Accumulator for Acc64x120F32 {
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59);
+    }
 }
 
 macro_rules! regs_f32_n120 {
@@ -414,6 +523,17 @@ impl Accumulator for Acc64x128F32 {
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59); f(60, self.60); f(61, self.61); f(62, self.62); f(63, self.63);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
     }
 }
 
@@ -445,6 +565,18 @@ impl Accumulator for Acc64x136F32 {
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59); f(60, self.60); f(61, self.61); f(62, self.62); f(63, self.63);
         f(64, self.64); f(65, self.65); f(66, self.66); f(67, self.67);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67);
+    }
 }
 
 macro_rules! regs_f32_n136 {
@@ -474,6 +606,18 @@ impl Accumulator for Acc64x144F32 {
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59); f(60, self.60); f(61, self.61); f(62, self.62); f(63, self.63);
         f(64, self.64); f(65, self.65); f(66, self.66); f(67, self.67); f(68, self.68); f(69, self.69); f(70, self.70); f(71, self.71);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
     }
 }
 
@@ -506,6 +650,19 @@ impl Accumulator for Acc64x152F32 {
         f(64, self.64); f(65, self.65); f(66, self.66); f(67, self.67); f(68, self.68); f(69, self.69); f(70, self.70); f(71, self.71);
         f(72, self.72); f(73, self.73); f(74, self.74); f(75, self.75);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75);
+    }
 }
 
 macro_rules! regs_f32_n152 {
@@ -536,6 +693,19 @@ impl Accumulator for Acc64x160F32 {
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59); f(60, self.60); f(61, self.61); f(62, self.62); f(63, self.63);
         f(64, self.64); f(65, self.65); f(66, self.66); f(67, self.67); f(68, self.68); f(69, self.69); f(70, self.70); f(71, self.71);
         f(72, self.72); f(73, self.73); f(74, self.74); f(75, self.75); f(76, self.76); f(77, self.77); f(78, self.78); f(79, self.79);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
     }
 }
 
@@ -569,6 +739,20 @@ impl Accumulator for Acc64x168F32 {
         f(72, self.72); f(73, self.73); f(74, self.74); f(75, self.75); f(76, self.76); f(77, self.77); f(78, self.78); f(79, self.79);
         f(80, self.80); f(81, self.81); f(82, self.82); f(83, self.83);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83);
+    }
 }
 
 macro_rules! regs_f32_n168 {
@@ -600,6 +784,20 @@ impl Accumulator for Acc64x176F32 {
         f(64, self.64); f(65, self.65); f(66, self.66); f(67, self.67); f(68, self.68); f(69, self.69); f(70, self.70); f(71, self.71);
         f(72, self.72); f(73, self.73); f(74, self.74); f(75, self.75); f(76, self.76); f(77, self.77); f(78, self.78); f(79, self.79);
         f(80, self.80); f(81, self.81); f(82, self.82); f(83, self.83); f(84, self.84); f(85, self.85); f(86, self.86); f(87, self.87);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
     }
 }
 
@@ -634,6 +832,21 @@ impl Accumulator for Acc64x184F32 {
         f(80, self.80); f(81, self.81); f(82, self.82); f(83, self.83); f(84, self.84); f(85, self.85); f(86, self.86); f(87, self.87);
         f(88, self.88); f(89, self.89); f(90, self.90); f(91, self.91);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91);
+    }
 }
 
 macro_rules! regs_f32_n184 {
@@ -666,6 +879,21 @@ impl Accumulator for Acc64x192F32 {
         f(72, self.72); f(73, self.73); f(74, self.74); f(75, self.75); f(76, self.76); f(77, self.77); f(78, self.78); f(79, self.79);
         f(80, self.80); f(81, self.81); f(82, self.82); f(83, self.83); f(84, self.84); f(85, self.85); f(86, self.86); f(87, self.87);
         f(88, self.88); f(89, self.89); f(90, self.90); f(91, self.91); f(92, self.92); f(93, self.93); f(94, self.94); f(95, self.95);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
     }
 }
 
@@ -701,6 +929,22 @@ impl Accumulator for Acc64x200F32 {
         f(88, self.88); f(89, self.89); f(90, self.90); f(91, self.91); f(92, self.92); f(93, self.93); f(94, self.94); f(95, self.95);
         f(96, self.96); f(97, self.97); f(98, self.98); f(99, self.99);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99);
+    }
 }
 
 macro_rules! regs_f32_n200 {
@@ -734,6 +978,22 @@ impl Accumulator for Acc64x208F32 {
         f(80, self.80); f(81, self.81); f(82, self.82); f(83, self.83); f(84, self.84); f(85, self.85); f(86, self.86); f(87, self.87);
         f(88, self.88); f(89, self.89); f(90, self.90); f(91, self.91); f(92, self.92); f(93, self.93); f(94, self.94); f(95, self.95);
         f(96, self.96); f(97, self.97); f(98, self.98); f(99, self.99); f(100, self.100); f(101, self.101); f(102, self.102); f(103, self.103);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
     }
 }
 
@@ -770,6 +1030,23 @@ impl Accumulator for Acc64x216F32 {
         f(96, self.96); f(97, self.97); f(98, self.98); f(99, self.99); f(100, self.100); f(101, self.101); f(102, self.102); f(103, self.103);
         f(104, self.104); f(105, self.105); f(106, self.106); f(107, self.107);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
+        f(104, &mut self.104); f(105, &mut self.105); f(106, &mut self.106); f(107, &mut self.107);
+    }
 }
 
 macro_rules! regs_f32_n216 {
@@ -804,6 +1081,23 @@ impl Accumulator for Acc64x224F32 {
         f(88, self.88); f(89, self.89); f(90, self.90); f(91, self.91); f(92, self.92); f(93, self.93); f(94, self.94); f(95, self.95);
         f(96, self.96); f(97, self.97); f(98, self.98); f(99, self.99); f(100, self.100); f(101, self.101); f(102, self.102); f(103, self.103);
         f(104, self.104); f(105, self.105); f(106, self.106); f(107, self.107); f(108, self.108); f(109, self.109); f(110, self.110); f(111, self.111);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
+        f(104, &mut self.104); f(105, &mut self.105); f(106, &mut self.106); f(107, &mut self.107); f(108, &mut self.108); f(109, &mut self.109); f(110, &mut self.110); f(111, &mut self.111);
     }
 }
 
@@ -841,6 +1135,24 @@ impl Accumulator for Acc64x232F32 {
         f(104, self.104); f(105, self.105); f(106, self.106); f(107, self.107); f(108, self.108); f(109, self.109); f(110, self.110); f(111, self.111);
         f(112, self.112); f(113, self.113); f(114, self.114); f(115, self.115);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
+        f(104, &mut self.104); f(105, &mut self.105); f(106, &mut self.106); f(107, &mut self.107); f(108, &mut self.108); f(109, &mut self.109); f(110, &mut self.110); f(111, &mut self.111);
+        f(112, &mut self.112); f(113, &mut self.113); f(114, &mut self.114); f(115, &mut self.115);
+    }
 }
 
 macro_rules! regs_f32_n232 {
@@ -876,6 +1188,24 @@ impl Accumulator for Acc64x240F32 {
         f(96, self.96); f(97, self.97); f(98, self.98); f(99, self.99); f(100, self.100); f(101, self.101); f(102, self.102); f(103, self.103);
         f(104, self.104); f(105, self.105); f(106, self.106); f(107, self.107); f(108, self.108); f(109, self.109); f(110, self.110); f(111, self.111);
         f(112, self.112); f(113, self.113); f(114, self.114); f(115, self.115); f(116, self.116); f(117, self.117); f(118, self.118); f(119, self.119);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
+        f(104, &mut self.104); f(105, &mut self.105); f(106, &mut self.106); f(107, &mut self.107); f(108, &mut self.108); f(109, &mut self.109); f(110, &mut self.110); f(111, &mut self.111);
+        f(112, &mut self.112); f(113, &mut self.113); f(114, &mut self.114); f(115, &mut self.115); f(116, &mut self.116); f(117, &mut self.117); f(118, &mut self.118); f(119, &mut self.119);
     }
 }
 
@@ -914,6 +1244,25 @@ impl Accumulator for Acc64x248F32 {
         f(112, self.112); f(113, self.113); f(114, self.114); f(115, self.115); f(116, self.116); f(117, self.117); f(118, self.118); f(119, self.119);
         f(120, self.120); f(121, self.121); f(122, self.122); f(123, self.123);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
+        f(104, &mut self.104); f(105, &mut self.105); f(106, &mut self.106); f(107, &mut self.107); f(108, &mut self.108); f(109, &mut self.109); f(110, &mut self.110); f(111, &mut self.111);
+        f(112, &mut self.112); f(113, &mut self.113); f(114, &mut self.114); f(115, &mut self.115); f(116, &mut self.116); f(117, &mut self.117); f(118, &mut self.118); f(119, &mut self.119);
+        f(120, &mut self.120); f(121, &mut self.121); f(122, &mut self.122); f(123, &mut self.123);
+    }
 }
 
 macro_rules! regs_f32_n248 {
@@ -951,6 +1300,25 @@ impl Accumulator for Acc64x256F32 {
         f(112, self.112); f(113, self.113); f(114, self.114); f(115, self.115); f(116, self.116); f(117, self.117); f(118, self.118); f(119, self.119);
         f(120, self.120); f(121, self.121); f(122, self.122); f(123, self.123); f(124, self.124); f(125, self.125); f(126, self.126); f(127, self.127);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut f32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
+        f(64, &mut self.64); f(65, &mut self.65); f(66, &mut self.66); f(67, &mut self.67); f(68, &mut self.68); f(69, &mut self.69); f(70, &mut self.70); f(71, &mut self.71);
+        f(72, &mut self.72); f(73, &mut self.73); f(74, &mut self.74); f(75, &mut self.75); f(76, &mut self.76); f(77, &mut self.77); f(78, &mut self.78); f(79, &mut self.79);
+        f(80, &mut self.80); f(81, &mut self.81); f(82, &mut self.82); f(83, &mut self.83); f(84, &mut self.84); f(85, &mut self.85); f(86, &mut self.86); f(87, &mut self.87);
+        f(88, &mut self.88); f(89, &mut self.89); f(90, &mut self.90); f(91, &mut self.91); f(92, &mut self.92); f(93, &mut self.93); f(94, &mut self.94); f(95, &mut self.95);
+        f(96, &mut self.96); f(97, &mut self.97); f(98, &mut self.98); f(99, &mut self.99); f(100, &mut self.100); f(101, &mut self.101); f(102, &mut self.102); f(103, &mut self.103);
+        f(104, &mut self.104); f(105, &mut self.105); f(106, &mut self.106); f(107, &mut self.107); f(108, &mut self.108); f(109, &mut self.109); f(110, &mut self.110); f(111, &mut self.111);
+        f(112, &mut self.112); f(113, &mut self.113); f(114, &mut self.114); f(115, &mut self.115); f(116, &mut self.116); f(117, &mut self.117); f(118, &mut self.118); f(119, &mut self.119);
+        f(120, &mut self.120); f(121, &mut self.121); f(122, &mut self.122); f(123, &mut self.123); f(124, &mut self.124); f(125, &mut self.125); f(126, &mut self.126); f(127, &mut self.127);
+    }
 }
 
 macro_rules! regs_f32_n256 {
@@ -972,6 +1340,10 @@ impl Accumulator for Acc64x8F16 {
     #[inline(always)]
     fn for_each(&self, mut f: impl FnMut(usize, u32)) {
         f(0, self.0); f(1, self.1);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1);
     }
 }
 
@@ -995,6 +1367,10 @@ impl Accumulator for Acc64x16F16 {
     fn for_each(&self, mut f: impl FnMut(usize, u32)) {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3);
+    }
 }
 
 macro_rules! regs_f16_n16 {
@@ -1016,6 +1392,10 @@ impl Accumulator for Acc64x32F16 {
     #[inline(always)]
     fn for_each(&self, mut f: impl FnMut(usize, u32)) {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
     }
 }
 
@@ -1040,6 +1420,11 @@ impl Accumulator for Acc64x48F16 {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11);
+    }
 }
 
 macro_rules! regs_f16_n48 {
@@ -1062,6 +1447,11 @@ impl Accumulator for Acc64x64F16 {
     fn for_each(&self, mut f: impl FnMut(usize, u32)) {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
     }
 }
 
@@ -1087,6 +1477,12 @@ impl Accumulator for Acc64x80F16 {
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19);
+    }
 }
 
 macro_rules! regs_f16_n80 {
@@ -1110,6 +1506,12 @@ impl Accumulator for Acc64x96F16 {
         f(0, self.0); f(1, self.1); f(2, self.2); f(3, self.3); f(4, self.4); f(5, self.5); f(6, self.6); f(7, self.7);
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
     }
 }
 
@@ -1136,6 +1538,13 @@ impl Accumulator for Acc64x112F16 {
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27);
+    }
 }
 
 macro_rules! regs_f16_n112 {
@@ -1160,6 +1569,13 @@ impl Accumulator for Acc64x128F16 {
         f(8, self.8); f(9, self.9); f(10, self.10); f(11, self.11); f(12, self.12); f(13, self.13); f(14, self.14); f(15, self.15);
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
     }
 }
 
@@ -1187,6 +1603,14 @@ impl Accumulator for Acc64x144F16 {
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35);
+    }
 }
 
 macro_rules! regs_f16_n144 {
@@ -1212,6 +1636,14 @@ impl Accumulator for Acc64x160F16 {
         f(16, self.16); f(17, self.17); f(18, self.18); f(19, self.19); f(20, self.20); f(21, self.21); f(22, self.22); f(23, self.23);
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
     }
 }
 
@@ -1240,6 +1672,15 @@ impl Accumulator for Acc64x176F16 {
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43);
+    }
 }
 
 macro_rules! regs_f16_n176 {
@@ -1266,6 +1707,15 @@ impl Accumulator for Acc64x192F16 {
         f(24, self.24); f(25, self.25); f(26, self.26); f(27, self.27); f(28, self.28); f(29, self.29); f(30, self.30); f(31, self.31);
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
     }
 }
 
@@ -1295,6 +1745,16 @@ impl Accumulator for Acc64x208F16 {
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51);
+    }
 }
 
 macro_rules! regs_f16_n208 {
@@ -1322,6 +1782,16 @@ impl Accumulator for Acc64x224F16 {
         f(32, self.32); f(33, self.33); f(34, self.34); f(35, self.35); f(36, self.36); f(37, self.37); f(38, self.38); f(39, self.39);
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
     }
 }
 
@@ -1352,6 +1822,17 @@ impl Accumulator for Acc64x240F16 {
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59);
     }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59);
+    }
 }
 
 macro_rules! regs_f16_n240 {
@@ -1380,6 +1861,17 @@ impl Accumulator for Acc64x256F16 {
         f(40, self.40); f(41, self.41); f(42, self.42); f(43, self.43); f(44, self.44); f(45, self.45); f(46, self.46); f(47, self.47);
         f(48, self.48); f(49, self.49); f(50, self.50); f(51, self.51); f(52, self.52); f(53, self.53); f(54, self.54); f(55, self.55);
         f(56, self.56); f(57, self.57); f(58, self.58); f(59, self.59); f(60, self.60); f(61, self.61); f(62, self.62); f(63, self.63);
+    }
+    #[inline(always)]
+    fn for_each_mut(&mut self, mut f: impl FnMut(usize, &mut u32)) {
+        f(0, &mut self.0); f(1, &mut self.1); f(2, &mut self.2); f(3, &mut self.3); f(4, &mut self.4); f(5, &mut self.5); f(6, &mut self.6); f(7, &mut self.7);
+        f(8, &mut self.8); f(9, &mut self.9); f(10, &mut self.10); f(11, &mut self.11); f(12, &mut self.12); f(13, &mut self.13); f(14, &mut self.14); f(15, &mut self.15);
+        f(16, &mut self.16); f(17, &mut self.17); f(18, &mut self.18); f(19, &mut self.19); f(20, &mut self.20); f(21, &mut self.21); f(22, &mut self.22); f(23, &mut self.23);
+        f(24, &mut self.24); f(25, &mut self.25); f(26, &mut self.26); f(27, &mut self.27); f(28, &mut self.28); f(29, &mut self.29); f(30, &mut self.30); f(31, &mut self.31);
+        f(32, &mut self.32); f(33, &mut self.33); f(34, &mut self.34); f(35, &mut self.35); f(36, &mut self.36); f(37, &mut self.37); f(38, &mut self.38); f(39, &mut self.39);
+        f(40, &mut self.40); f(41, &mut self.41); f(42, &mut self.42); f(43, &mut self.43); f(44, &mut self.44); f(45, &mut self.45); f(46, &mut self.46); f(47, &mut self.47);
+        f(48, &mut self.48); f(49, &mut self.49); f(50, &mut self.50); f(51, &mut self.51); f(52, &mut self.52); f(53, &mut self.53); f(54, &mut self.54); f(55, &mut self.55);
+        f(56, &mut self.56); f(57, &mut self.57); f(58, &mut self.58); f(59, &mut self.59); f(60, &mut self.60); f(61, &mut self.61); f(62, &mut self.62); f(63, &mut self.63);
     }
 }
 
