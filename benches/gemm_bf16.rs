@@ -18,7 +18,7 @@ use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
 use half::bf16;
-use warpforge::{Consumers, Device, Epilogue, GemmProblem, Warpforge};
+use warpforge::{Device, Epilogue, GemmProblem, Warpforge};
 
 /// Bytes of operands that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
@@ -104,12 +104,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let blas = CudaBlas::new(stream.clone())?;
     let ctx = device.context().clone();
     println!(
-        "{} — warpforge bf16 GEMM (Auto consumers, and ping-pong forced) vs cuBLAS (bf16 in/out, f32 accumulate)",
+        "{} — warpforge gemm_bf16_bf16_ws_persistent_sm90 vs cuBLAS (bf16 in/out, f32 accumulate)",
         device.attributes().name
     );
     println!(
-        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9} {:>9} {:>8}",
-        "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|", "pingpong", "pp/coop"
+        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9}",
+        "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|"
     );
     let mut rows = Vec::new();
     for shape in shapes(quick) {
@@ -126,8 +126,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
         }
         let problem = GemmProblem::new(m, n, k);
-        let pingpong = GemmProblem { consumers: Consumers::PingPong, ..problem };
-        let cooperative = GemmProblem { consumers: Consumers::Cooperative, ..problem };
         let blas_cfg = GemmConfig {
             transa: cublasOperation_t::CUBLAS_OP_T,
             transb: cublasOperation_t::CUBLAS_OP_N,
@@ -142,9 +140,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         let run_ours = |set: &mut Set| {
             wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
-        };
-        let run_variant = |variant: &GemmProblem, set: &mut Set| {
-            wf.gemm::<bf16, bf16>(&stream, variant, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
         let run_blas = |set: &mut Set| -> Result<(), Box<dyn std::error::Error>> {
             // SAFETY: cuBLAS reads B (n×k) and A (m×k) and writes D (m×n), the sizes allocated above.
@@ -176,7 +171,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         stream.synchronize()?;
         let per_pair = start.elapsed().as_secs_f64() / launches as f64;
         let reps = ((0.01 / (per_pair / 2.0)).ceil() as usize).clamp(3, 200);
-        let (mut t_ours, mut t_blas, mut t_pp, mut t_coop) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut t_ours, mut t_blas) = (Vec::new(), Vec::new());
         let begin = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         for _ in 0..ROUNDS {
@@ -194,25 +189,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             end.record(&stream)?;
             end.synchronize()?;
             t_blas.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
-            for (variant, times) in [(&pingpong, &mut t_pp), (&cooperative, &mut t_coop)] {
-                begin.record(&stream)?;
-                for r in 0..reps {
-                    run_variant(variant, &mut sets[r % sets_n])?;
-                }
-                end.record(&stream)?;
-                end.synchronize()?;
-                times.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
-            }
         }
         let clock = sm_clock_mhz();
         let ours_tf = flops / median(&mut t_ours) / 1e12;
         let blas_tf = flops / median(&mut t_blas) / 1e12;
         let ratio = ours_tf / blas_tf;
-        let pp_tf = flops / median(&mut t_pp) / 1e12;
-        let coop_tf = flops / median(&mut t_coop) / 1e12;
-        let pp_vs_coop = pp_tf / coop_tf;
         println!(
-            "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e} {pp_tf:>9.1} {pp_vs_coop:>8.3}"
+            "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e}"
         );
         rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
     }

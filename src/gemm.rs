@@ -34,19 +34,6 @@ pub enum Layout {
     ColMajor,
 }
 
-/// How the kernel's two consumer warpgroups share the work.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Consumers {
-    /// warpforge picks per shape (see docs/PERF.md for the measurements behind the rule).
-    #[default]
-    Auto,
-    /// Both warpgroups on one 128 × 256 tile, 64 rows each (every dtype pair).
-    Cooperative,
-    /// Each warpgroup on its own 64 × 256 tiles, one's epilogue overlapping the other's main
-    /// loop (bf16 → bf16 and f16 → f16 only).
-    PingPong,
-}
-
 /// One GEMM call's shapes, layouts, strides and epilogue.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmProblem {
@@ -78,8 +65,6 @@ pub struct GemmProblem {
     pub beta: f32,
     /// Epilogue activation.
     pub activation: Activation,
-    /// Consumer arrangement of the kernel (a performance choice; results agree to rounding).
-    pub consumers: Consumers,
 }
 
 impl GemmProblem {
@@ -100,7 +85,6 @@ impl GemmProblem {
             alpha: 1.0,
             beta: 0.0,
             activation: Activation::None,
-            consumers: Consumers::Auto,
         }
     }
 
@@ -169,15 +153,6 @@ impl GemmOutput for half::f16 {
 impl GemmOutput for f32 {
     const NAME: &'static str = "f32";
     const TMA_STORE: bool = false;
-}
-
-/// The ping-pong entry for `input` → `output`, where one is built.
-fn pingpong_kernel_name(input: &str, output: &str) -> Option<&'static str> {
-    match (input, output) {
-        ("bf16", "bf16") => Some(entries::GEMM_BF16_BF16_PINGPONG),
-        ("f16", "f16") => Some(entries::GEMM_F16_F16_PINGPONG),
-        _ => None,
-    }
 }
 
 fn kernel_name(input: &str, output: &str) -> &'static str {
@@ -267,28 +242,12 @@ impl Warpforge {
         let a_map = a_k_major.map(A_BOX_ROWS)?;
         let b_map = b_k_major.map(BLOCK_N)?;
 
-        let pingpong_entry = pingpong_kernel_name(I::NAME, O::NAME);
-        let pingpong = match p.consumers {
-            Consumers::Cooperative => false,
-            Consumers::PingPong => {
-                check(pingpong_entry.is_some(), || {
-                    format!("ping-pong consumers exist for bf16 → bf16 and f16 → f16, not {} → {}", I::NAME, O::NAME)
-                })?;
-                true
-            }
-            Consumers::Auto => false,
-        };
-        let tile_rows = if pingpong { A_BOX_ROWS } else { BLOCK_M };
-        let tiles_m = p.m.div_ceil(tile_rows as usize) as u32;
+        let tiles_m = p.m.div_ceil(BLOCK_M as usize) as u32;
         let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
         let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
         check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
         let k_slices = p.k.div_ceil(BLOCK_K as usize) as u32;
-        let entry = match pingpong_entry {
-            Some(name) if pingpong => name,
-            _ => kernel_name(I::NAME, O::NAME),
-        };
-        let kernel = self.module().kernel(entry)?;
+        let kernel = self.module().kernel(kernel_name(I::NAME, O::NAME))?;
         // Every resident slot (one CTA per SM): the stream-K schedule spreads work over all.
         let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
         let schedule = GemmSchedule::choose(tiles_m * p.batch as u32, tiles_n, k_slices, capacity);

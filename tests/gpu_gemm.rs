@@ -15,7 +15,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, Consumers, Epilogue, Error, GemmProblem, Layout};
+use warpforge::{Activation, Epilogue, Error, GemmProblem, Layout};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 
@@ -95,7 +95,6 @@ struct Case {
     with_bias: bool,
     activation: Activation,
     seed: u64,
-    consumers: Consumers,
 }
 
 impl Case {
@@ -116,7 +115,6 @@ impl Case {
             with_bias: false,
             activation: Activation::None,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
-            consumers: Consumers::Auto,
         }
     }
 }
@@ -153,7 +151,6 @@ impl Geometry {
         problem.alpha = case.alpha;
         problem.beta = case.beta;
         problem.activation = case.activation;
-        problem.consumers = case.consumers;
         let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
@@ -403,8 +400,7 @@ prop_compose! {
     ) -> Case {
         // beta != 0 needs C; with beta == 0, C is passed or not (and must be ignored).
         let with_c = with_c || beta != 0.0;
-        let consumers = Consumers::Auto;
-        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, seed, consumers }
+        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, seed }
     }
 }
 
@@ -447,18 +443,6 @@ proptest! {
         run_case::<f16, f32>(&case);
     }
 
-    /// The ping-pong consumers (64-row tiles, one per warpgroup, taking turns on the ring).
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn gemm_random_bf16_pingpong_matches_f64(case in any_case()) {
-        run_case::<bf16, bf16>(&Case { consumers: Consumers::PingPong, ..case });
-    }
-
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn gemm_random_f16_pingpong_matches_f64(case in any_case()) {
-        run_case::<f16, f16>(&Case { consumers: Consumers::PingPong, ..case });
-    }
 }
 
 /// Every layout pair under three pitch regimes, so each host path is taken for certain:
@@ -528,10 +512,6 @@ fn gemm_large_shapes_match_f64_at_samples() {
         ..Case::plain(641, 2303, 777, 3)
     };
     run_case::<f16, bf16>(&epilogue);
-    // Ping-pong on a hybrid stream-K schedule (64-row tiles: 18 × 32 = 576 tiles, 4.4 waves),
-    // and on a pure one.
-    run_case::<bf16, bf16>(&Case { consumers: Consumers::PingPong, ..Case::plain(1152, 8192, 1024, 1) });
-    run_case::<f16, f16>(&Case { consumers: Consumers::PingPong, ..Case::plain(128, 4096, 4096, 1) });
 }
 
 /// Each invalid argument is an `Error::InvalidArgument`, and nothing is launched: D keeps its

@@ -29,7 +29,6 @@ use warpforge_dsl::kernel;
 use warpforge_dsl::logic::fragment::acc_coord;
 use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
 use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization};
-use warpforge_dsl::mbarrier::{Mbarrier, Phase, fence_init};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
@@ -57,13 +56,7 @@ type Staging<O> = SmemTileRing<<O as Output>::Staged, { A_BOX_ROWS as usize }, S
 const STORE_COLS: usize = STORE_BOX_COLS as usize;
 const STORE_BOXES: usize = (BLOCK_N / STORE_BOX_COLS) as usize;
 
-/// The whole kernel, generic over input and output types and the consumer arrangement; the
-/// entries below instantiate it. `PINGPONG = false` (cooperative): both consumer warpgroups
-/// work on one 128 × 256 tile, 64 rows each. `PINGPONG = true`: each warpgroup owns whole
-/// 64 × 256 tiles, alternating units of the CTA's sequence, so one warpgroup's epilogue runs
-/// while the other's main loop keeps the tensor cores busy; a pair of "turn" barriers makes
-/// the main loops take turns (a warpgroup starts waiting on the ring only once the other has
-/// waited on every earlier stage, which keeps each parity wait within one phase of its barrier).
+/// The whole kernel, generic over input and output types; the entries below instantiate it.
 ///
 /// # Safety
 /// `a_map`/`b_map` describe A (K × M × batch) and B (K × N × batch) with boxes 64 × 64 × 1 and
@@ -71,12 +64,8 @@ const STORE_BOXES: usize = (BLOCK_N / STORE_BOX_COLS) as usize;
 /// [`GemmParams`], all valid for the launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic
 /// shared memory.
 #[inline(always)]
-unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
-    a_map: &TensorMap,
-    b_map: &TensorMap,
-    d_map: &TensorMap,
-    p: &GemmParams,
-) where
+unsafe fn gemm<T: WgmmaElement, O: Output>(a_map: &TensorMap, b_map: &TensorMap, d_map: &TensorMap, p: &GemmParams)
+where
     Acc: WgmmaSs<T::Kind, T::Kind>,
 {
     // Shared-memory plan.
@@ -87,22 +76,13 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
     let staging = [Staging::<O>::alloc(&mut smem), Staging::<O>::alloc(&mut smem)];
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
-    let turn_slots = [Mbarrier::alloc(&mut smem), Mbarrier::alloc(&mut smem)];
-    // SAFETY: initialised below by thread 0 and published by the block barrier.
-    let turns = unsafe { [Mbarrier::at(turn_slots[0]), Mbarrier::at(turn_slots[1])] };
 
     // Barrier init.
     if thread_rank() == 0 {
         tma::prefetch(a_map);
         tma::prefetch(b_map);
-        // SAFETY: one thread. Cooperative: each consumer warpgroup releases each stage once
-        // per lap; ping-pong: only the warpgroup that read it. One turn arrival per phase.
-        unsafe {
-            pipe.init(if PINGPONG { 1 } else { CONSUMERS });
-            turns[0].init(1);
-            turns[1].init(1);
-        }
-        fence_init();
+        // SAFETY: one thread; each consumer warpgroup releases each stage once per lap.
+        unsafe { pipe.init(CONSUMERS) };
     }
     // SAFETY: all 384 threads reach this barrier.
     unsafe { sync_threads() };
@@ -124,27 +104,19 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
-            while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index) {
+            while let Some(unit) = work_unit(p, &raster, &schedule, worker, index) {
                 let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
                 for slice in unit.k_begin..unit.k_end {
                     let k0 = (slice * BLOCK_K) as i32;
-                    // SAFETY (both arms): one producer thread; the loads deliver exactly the
-                    // announced bytes (full boxes, out-of-bounds elements zero-filled); the
-                    // maps' boxes match the tile types (host contract); each slot is free
-                    // (acquired) until the consumers release it.
-                    if PINGPONG {
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, BTile<T>)>(state) };
-                        unsafe {
-                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
-                            tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
-                        }
-                    } else {
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T>)>(state) };
-                        unsafe {
-                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
-                            tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, &full);
-                            tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
-                        }
+                    // SAFETY: one producer thread; the three loads below deliver exactly the
+                    // announced bytes (full boxes, out-of-bounds elements zero-filled).
+                    let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T>)>(state) };
+                    // SAFETY: the maps' boxes match the tile types (host contract); each slot
+                    // is free (acquired above) until the consumers release it.
+                    unsafe {
+                        tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
+                        tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, &full);
+                        tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
                     }
                     state.advance();
                 }
@@ -158,11 +130,7 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let half = warpgroup_id() - 1;
-    let a_ring = if PINGPONG || half == 0 { a_top } else { a_bottom };
-    // Ping-pong: a CTA publishes at most one partial tile (64 rows), into the first half slot.
-    let slot_half = if PINGPONG { 0 } else { half };
-    let (first_unit, unit_step) = if PINGPONG { (half, 2) } else { (0, 1) };
-    let mut turn = Phase::ZERO;
+    let a_ring = if half == 0 { a_top } else { a_bottom };
     let my_staging = if half == 0 { staging[0] } else { staging[1] };
     // SAFETY: ids 1 and 2 are used only here, each by exactly its warpgroup's 128 threads.
     let wg_barrier = unsafe { NamedBarrier::<128>::new(1 + half) };
@@ -171,16 +139,8 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::new(p) };
     let mut state = PipelineState::<RING>::START;
-    let mut index = first_unit;
-    while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index) {
-        if PINGPONG && index > 0 {
-            // The other warpgroup's unit `index - 1` fills the ring before this one: skip its
-            // stages, and start once its main loop has waited on all of them.
-            if let Some(other) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index - 1) {
-                state.advance_by(other.k_end - other.k_begin);
-            }
-            turns[half as usize].wait(&mut turn);
-        }
+    let mut index = 0;
+    while let Some(unit) = work_unit(p, &raster, &schedule, worker, index) {
         let mut acc = Acc::ZERO;
         let mut previous = state;
         // At least one slice (k ≥ 1), written as a do-while: a zero-trip path would hand the
@@ -210,11 +170,6 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
                 break;
             }
         }
-        if PINGPONG && leader {
-            // SAFETY: one arrival per unit on the other warpgroup's turn barrier (count 1),
-            // which waits once per unit of its own.
-            unsafe { turns[1 - half as usize].arrive() };
-        }
         // SAFETY: whole warpgroup; completes every wgmma writing `acc` and reading `previous`.
         unsafe { warpgroup::wait::<0>() };
         if leader {
@@ -226,19 +181,19 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
             UnitRole::Partial => {
                 // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
                 // first); `acc` was waited for above.
-                unsafe { slots.publish(&acc, worker, slot_half, &wg_barrier, leader) };
-                index += unit_step;
+                unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
+                index += 1;
                 continue;
             }
             UnitRole::Finalize => {
                 let (_, last) = unit.contributors;
                 // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
                 // partial once (the schedule's contract).
-                unsafe { slots.accumulate(&mut acc, worker + 1, last, slot_half, &wg_barrier, leader) };
+                unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
             }
         }
         let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
-        let row0 = m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
+        let row0 = m0 as u32 + half * A_BOX_ROWS;
         if p.d_tma != 0 {
             // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
             // to this warpgroup; `wg_barrier` counts its 128 threads.
@@ -247,7 +202,7 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
             // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
             unsafe { epilogue::<O>(&acc, p, batch as u32, row0, n0 as u32) };
         }
-        index += unit_step;
+        index += 1;
     }
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.
@@ -269,10 +224,9 @@ struct WorkUnit {
 }
 
 /// The `index`-th unit of `worker`, decoded: the rasterisation's M axis runs over the
-/// `tiles_m` tile rows of each batch, batch after batch; tiles have 128 rows (cooperative) or
-/// 64 (ping-pong).
+/// `tiles_m` tile rows of each batch, batch after batch.
 #[inline(always)]
-fn work_unit<const PINGPONG: bool>(
+fn work_unit(
     p: &GemmParams,
     raster: &Rasterization,
     schedule: &StreamKScheduler,
@@ -287,7 +241,7 @@ fn work_unit<const PINGPONG: bool>(
     };
     Some(WorkUnit {
         batch: (tile.m / p.tiles_m) as i32,
-        m0: ((tile.m % p.tiles_m) * if PINGPONG { A_BOX_ROWS } else { BLOCK_M }) as i32,
+        m0: ((tile.m % p.tiles_m) * BLOCK_M) as i32,
         n0: (tile.n * BLOCK_N) as i32,
         k_begin: unit.k_begin,
         k_end: unit.k_end,
@@ -401,7 +355,7 @@ unsafe fn epilogue<O: Output>(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, 
 }
 
 macro_rules! gemm_entries {
-    ($($name:ident: $input:ty => $output:ty, $pingpong:literal;)*) => {$(
+    ($($name:ident: $input:ty => $output:ty;)*) => {$(
         /// GEMM entry point; see the module docs and [`GemmParams`].
         ///
         /// # Safety
@@ -414,18 +368,16 @@ macro_rules! gemm_entries {
             params: GemmParams,
         ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { gemm::<$input, $output, $pingpong>(a_map, b_map, d_map, &params) }
+            unsafe { gemm::<$input, $output>(a_map, b_map, d_map, &params) }
         }
     )*};
 }
 
 gemm_entries! {
-    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16, false;
-    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16, false;
-    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32, false;
-    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16, false;
-    gemm_f16_f16_ws_persistent_sm90: F16 => F16, false;
-    gemm_f16_f32_ws_persistent_sm90: F16 => f32, false;
-    gemm_bf16_bf16_pingpong_sm90: Bf16 => Bf16, true;
-    gemm_f16_f16_pingpong_sm90: F16 => F16, true;
+    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16;
+    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16;
+    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32;
+    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16;
+    gemm_f16_f16_ws_persistent_sm90: F16 => F16;
+    gemm_f16_f32_ws_persistent_sm90: F16 => f32;
 }
