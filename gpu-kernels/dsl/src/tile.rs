@@ -203,7 +203,9 @@ impl<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode> 
 {
 }
 
-impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode> SmemTileMn<T, K, COLS, BLOCKS, S> {
+impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode>
+    SmemTileMn<T, K, COLS, BLOCKS, S>
+{
     /// Extent along M or N.
     pub const MN: usize = COLS * BLOCKS;
     /// Bytes of all blocks.

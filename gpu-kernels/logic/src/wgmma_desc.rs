@@ -194,7 +194,11 @@ mod tests {
                     for mn in 0..64 {
                         for k in 0..step / elem {
                             let want = tma_tile(addr, s, mn, k_step * step + k * elem);
-                            assert_eq!(d.canonical_address(Major::K, elem, mn, k), want, "{s:?} size {elem} k-step {k_step} ({mn}, {k})");
+                            assert_eq!(
+                                d.canonical_address(Major::K, elem, mn, k),
+                                want,
+                                "{s:?} size {elem} k-step {k_step} ({mn}, {k})"
+                            );
                         }
                     }
                 }
