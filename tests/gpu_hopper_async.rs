@@ -2,7 +2,8 @@
 //! on a real GPU, each against a CPU model: TMA loads under every swizzle mode against
 //! `warpforge::logic::swizzle`, with boxes over ragged and negative edges that TMA must zero-fill;
 //! the TMA store / reduce-add round trip; TMA multicast into 2-CTA clusters; the DSMEM exchange;
-//! the mbarrier pipeline over thousands of laps; one wgmma bf16 tile against a float64 reference.
+//! the mbarrier pipeline over thousands of laps; one wgmma bf16 tile, and the warp-specialised
+//! TMA → ring → wgmma loop over 3–12 K-tiles, against a float64 reference.
 //!
 //! Every launch mirrors the launch contract written in the kernel's doc (threads, cluster,
 //! dynamic shared memory); the host runtime also refuses a block or cluster shape that differs
@@ -464,6 +465,58 @@ proptest! {
             prop_assert!(
                 err <= tol,
                 "d[{}][{}]: got {}, want {} (error {err:e} > tol {tol:e}; first failing element)",
+                i / WGMMA_N, i % WGMMA_N, got[i], want[i]
+            );
+        }
+    }
+}
+
+/// Mirrors `hopper_async_checks::GEMM_CHECK_SMEM_BYTES`: 2 stages × (A 8 KiB + B 16 KiB) + slack.
+const GEMM_CHECK_SMEM_BYTES: u32 = 2 * (8192 + 16384) + 2048;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: GPU_CASES, ..ProptestConfig::default() })]
+
+    /// `wgmma_pipelined_bf16_sm90a` (TMA producer warpgroup → 2-stage mbarrier ring → wgmma
+    /// consumer warpgroup) against the float64 reference, with k_tiles ≥ 3 so the ring wraps and
+    /// both phases flip at least once. Tolerance as for `wgmma_bf16_ss_matches_f64_reference`,
+    /// with K = 64 · k_tiles additions.
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn wgmma_pipelined_bf16_matches_f64_reference(seed: u64, scale in 0.01f32..16.0, k_tiles in 3usize..=12) {
+        let (device, wf) = gpu();
+        let stream = device.stream();
+        let kernel = wf.module().kernel("wgmma_pipelined_bf16_sm90a").unwrap();
+        let k = WGMMA_K * k_tiles;
+        let to_bf16 = |v: Vec<f32>| v.into_iter().map(bf16::from_f32).collect::<Vec<_>>();
+        let a = to_bf16(random_f32(seed, WGMMA_M * k, scale)); // (M, K)
+        let b = to_bf16(random_f32(seed ^ 0xb, WGMMA_N * k, scale)); // (N, K)
+        let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+        let map = |rows: usize, d: &CudaSlice<bf16>| {
+            TensorMapBuilder::<bf16>::row_major_2d(rows as u64, k as u64, k as u64, rows as u32, WGMMA_K as u32)
+                .swizzle(Swizzle::B128)
+                .encode(d, stream)
+                .unwrap()
+        };
+        let (a_map, b_map) = (map(WGMMA_M, &da), map(WGMMA_N, &db));
+        let mut d = stream.clone_htod(&vec![f32::NAN; WGMMA_M * WGMMA_N]).unwrap();
+        let mut args = KernelArgs::new();
+        args.push(a_map).push(b_map).push(k_tiles as u32).push_buffer_mut(&mut d, stream);
+        let cfg = LaunchConfig::linear(1, 2 * WARPGROUP_THREADS).with_dynamic_smem(GEMM_CHECK_SMEM_BYTES);
+        // SAFETY: the kernel's contract: (a_map: bf16 [64][K] box 64 × 64, b_map: bf16 [128][K]
+        // box 64 × 128, both SWIZZLE_128B grid-constant maps; k_tiles = K / 64; d: 64 × 128 f32),
+        // one block of 256 threads (producer + consumer warpgroup), GEMM_CHECK_SMEM_BYTES (the
+        // launch opts into > 48 KiB). The buffers live until the copy below.
+        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+        let got = stream.clone_dtoh(&d).unwrap();
+        drop((da, db));
+        let (want, abs) = matmul_abt_f64(&a, &b, WGMMA_M, WGMMA_N, k);
+        for i in 0..got.len() {
+            let tol = k as f64 * f32::EPSILON as f64 * abs[i];
+            let err = (got[i] as f64 - want[i]).abs();
+            prop_assert!(
+                err <= tol,
+                "k_tiles {k_tiles}: d[{}][{}]: got {}, want {} (error {err:e} > tol {tol:e}; first failing element)",
                 i / WGMMA_N, i % WGMMA_N, got[i], want[i]
             );
         }

@@ -10,6 +10,7 @@ mod gpu_foundation;
 mod gpu_gemm;
 mod gpu_gemm_smoke;
 mod gpu_hopper_async;
+mod gpu_wgmma;
 mod no_driver;
 mod shipped_ptx;
 mod tidy;

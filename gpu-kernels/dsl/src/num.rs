@@ -1,5 +1,6 @@
-//! 16-bit float storage types for device code: `Bf16` and `F16` hold raw bits (layout-equal to
-//! `half::bf16` / `half::f16` on the host) and convert through the hardware `cvt`.
+//! Narrow float storage types for device code: `Bf16` and `F16` hold raw bits (layout-equal to
+//! `half::bf16` / `half::f16` on the host) and convert through the hardware `cvt`; the 8-bit
+//! `E4m3` and `E5m2` hold raw bytes (a `u8` on the host) that only tensor-core instructions read.
 
 use crate::ptx::cvt;
 
@@ -12,6 +13,16 @@ pub struct Bf16(pub u16);
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct F16(pub u16);
+
+/// FP8 E4M3 (4 exponent bits, 3 mantissa bits, no infinities), stored as its byte.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct E4m3(pub u8);
+
+/// FP8 E5M2 (5 exponent bits, 2 mantissa bits), stored as its byte.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct E5m2(pub u8);
 
 impl Bf16 {
     /// Widens exactly.

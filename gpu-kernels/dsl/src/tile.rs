@@ -5,7 +5,8 @@
 //!
 //! A swizzled tile's rows are exactly one swizzle span long (`COLS · size_of::<T>() = span`),
 //! the layout a TMA box with that inner extent writes and the canonical K-major wgmma layout;
-//! wider K is several tiles side by side.
+//! wider K is several tiles side by side. `SmemTileMn` is the MN-major operand: K rows of M/N,
+//! one span of M/N per block, blocks side by side (the canonical MN-major layout).
 
 use core::marker::PhantomData;
 
@@ -180,4 +181,70 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES
         // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
         SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData }
     }
+}
+
+/// An MN-major wgmma operand (`imm-trans = 1`, 16-bit types): `BLOCKS` tiles of `K` rows × `COLS`
+/// elements back to back, block j holding M/N indices `[j·COLS, (j+1)·COLS)` with one K index per
+/// row (what `BLOCKS` TMA boxes of `COLS × K` at x = j·COLS write). // (K, BLOCKS · COLS)
+#[derive(Debug)]
+pub struct SmemTileMn<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode> {
+    first: SmemTile<T, K, COLS, S>,
+}
+
+impl<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode> Clone
+    for SmemTileMn<T, K, COLS, BLOCKS, S>
+{
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode> Copy
+    for SmemTileMn<T, K, COLS, BLOCKS, S>
+{
+}
+
+impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode>
+    SmemTileMn<T, K, COLS, BLOCKS, S>
+{
+    /// Extent along M or N.
+    pub const MN: usize = COLS * BLOCKS;
+    /// Bytes of all blocks.
+    pub const BYTES: u32 = BLOCKS as u32 * SmemTile::<T, K, COLS, S>::BYTES;
+
+    /// Carves the blocks, aligned for the swizzle (each block is whole atoms, as in a ring).
+    #[inline(always)]
+    pub fn alloc(smem: &mut DynamicShared) -> Self {
+        const { assert!(!matches!(S::SWIZZLE, Swizzle::None), "MN-major tiles here are swizzled") };
+        let () = SmemTile::<T, K, COLS, S>::VALID;
+        let ptr = smem.alloc::<T>((BLOCKS * K * COLS) as u32, SmemTile::<T, K, COLS, S>::ALIGN);
+        SmemTileMn { first: SmemTile { ptr, _layout: PhantomData } }
+    }
+
+    /// Shared-window address of block 0.
+    #[inline(always)]
+    pub fn addr(&self) -> u32 {
+        self.first.addr()
+    }
+
+    /// Block `j` (`< BLOCKS`): the tile a TMA box of `COLS × K` at x = j·COLS fills.
+    #[inline(always)]
+    pub fn block(&self, j: u32) -> SmemTile<T, K, COLS, S> {
+        let addr = self.addr() + j * SmemTile::<T, K, COLS, S>::BYTES;
+        // SAFETY: j < BLOCKS keeps the address inside the carved blocks, aligned (see alloc).
+        SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData }
+    }
+
+    /// The wgmma descriptor of this operand as MN-major: blocks one block apart along M/N,
+    /// 8-row groups `8 · ROW_BYTES` apart along K.
+    #[inline(always)]
+    pub fn desc_mn_major(&self) -> WgmmaDesc {
+        let block = SmemTile::<T, K, COLS, S>::BYTES;
+        WgmmaDesc::mn_major(self.addr(), S::SWIZZLE, block, 8 * SmemTile::<T, K, COLS, S>::ROW_BYTES)
+    }
+}
+
+impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode> TmaLoad
+    for SmemTileMn<T, K, COLS, BLOCKS, S>
+{
+    const BYTES: u32 = Self::BYTES;
 }

@@ -26,3 +26,5 @@ pub mod persistent_visit;
 pub mod reduce;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod tmem_epilogue_sm100;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod wgmma_checks;
