@@ -522,6 +522,10 @@ mod tests {
         assert_eq!(schedule(128, 4096, 4096), small_m);
         // 1152 × 8192: 288 tiles, the third wave 18 % full: hybrid.
         assert_eq!(schedule(1152, 8192, 4096).mode, StreamKMode::Hybrid);
+        // 344 tiles, waves 87 % full: data-parallel (the hybrid measured slower there) ...
+        assert_eq!(schedule(1024, 11008, 4096).mode, StreamKMode::DataParallel);
+        // ... 544 tiles, 82 %: hybrid (it measured faster there).
+        assert_eq!(schedule(2176, 8192, 4096).mode, StreamKMode::Hybrid);
         // Too little K to split: data-parallel whatever the waves.
         assert_eq!(schedule(1152, 8192, 128).mode, StreamKMode::DataParallel);
     }

@@ -17,8 +17,10 @@ use super::stream_k::{StreamKMode, StreamKScheduler};
 use super::swizzled::Raster;
 
 /// Data-parallel is kept while `tiles / (waves · workers)` is at least this many percent:
-/// above it, the idle tail is smaller than the fix-up traffic stream-K would add.
-pub const DP_MIN_WAVE_EFFICIENCY_PERCENT: u64 = 90;
+/// above it, the idle tail costs less than stream-K's extra units and fix-up. Measured with the
+/// sm_90 GEMM on the H200 (docs/PERF.md, 2026-12-01): the hybrid won at 73 % and 82 % wave
+/// efficiency (1152 and 2176 × 8192 × 4096) and lost at 85–87 % (M = 1024 projections).
+pub const DP_MIN_WAVE_EFFICIENCY_PERCENT: u64 = 84;
 
 /// Splitting a K loop shorter than this costs more in partial-tile traffic than it saves.
 pub const STREAM_K_MIN_K_ITERS: u32 = 4;
