@@ -422,10 +422,7 @@ proptest! {
     /// Σ|a||b|, whatever order the hardware adds in. The float64 reference's own error
     /// (K · 2⁻⁵³ · Σ|a||b|) is negligible against that.
     ///
-    /// UNCONFIRMED on the H200 (2026-11-29): in the full run it only failed on the context the
-    /// store test had poisoned; its one run alone timed out at 60 s on a fresh machine, most likely in
-    /// the first JIT of the module. The GEMM kernels issue the same wgmma through the same typed
-    /// layer and pass their float64 proptests.
+    /// Passed on the H200 (2026-12-01).
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn wgmma_bf16_ss_matches_f64_reference(seed: u64, scale in 0.01f32..16.0) {
