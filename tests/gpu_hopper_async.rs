@@ -2,7 +2,7 @@
 //! on a real GPU, each against a CPU model: TMA loads under every swizzle mode against
 //! `warpforge::logic::swizzle`, with boxes over ragged and negative edges that TMA must zero-fill;
 //! the TMA store / reduce-add round trip; TMA multicast into 2-CTA clusters; the DSMEM exchange;
-//! the mbarrier pipeline over thousands of laps; one wgmma bf16 tile, and the warp-specialised
+//! the mbarrier pipeline over thousands of laps; and the warp-specialised
 //! TMA → ring → wgmma loop over 3–12 K-tiles, against a float64 reference.
 //!
 //! Every launch mirrors the launch contract written in the kernel's doc (threads, cluster,
@@ -355,13 +355,11 @@ fn matmul_abt_f64(a: &[bf16], b: &[bf16], m: usize, n: usize, k: usize) -> (Vec<
     (d, abs)
 }
 
-/// wgmma tile of `wgmma_bf16_ss_sm90a`: M = 64, K = 64 (one 128-byte swizzle span of bf16); N is
-/// fixed by its accumulator (m64n128), the only N the kernel is built for.
+/// Tile of `wgmma_pipelined_bf16_sm90a`: M = 64, K = 64 per stage (one 128-byte swizzle span of
+/// bf16); N fixed by its accumulator (m64n128).
 const WGMMA_M: usize = 64;
 const WGMMA_K: usize = 64;
 const WGMMA_N: usize = 128;
-/// Mirrors `hopper_async_checks::WGMMA_CHECK_SMEM_BYTES`: A (8 KiB) + B (16 KiB) + slack.
-const WGMMA_CHECK_SMEM_BYTES: u32 = 8192 + 16384 + 2048;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: GPU_CASES, ..ProptestConfig::default() })]
@@ -411,61 +409,6 @@ proptest! {
         let want: Vec<u32> = (0..blocks * WARPGROUP_THREADS).map(|i| pipeline_checksum(iters, i % 128)).collect();
         compare(&got, &want, |i| format!("{iters} laps: block {}, consumer thread {}", i / 128, i % 128))?;
     }
-
-    /// `wgmma_bf16_ss_sm90a` against a float64 reference on the same bf16 inputs.
-    ///
-    /// Tolerance `K · eps_f32 · Σ_k |a_mk · b_nk|`: a product of two bf16 values (8-bit
-    /// significands) has at most 16 significant bits, so it is exact in f32 and the only error
-    /// is in the K-term f32 accumulation. Each of its at most K additions rounds (or, in tensor
-    /// cores, may truncate) with relative error below eps_f32 = 2⁻²³ (one ulp: truncation is up
-    /// to twice the round-to-nearest unit roundoff) of a partial sum whose magnitude is at most
-    /// Σ|a||b|, whatever order the hardware adds in. The float64 reference's own error
-    /// (K · 2⁻⁵³ · Σ|a||b|) is negligible against that.
-    ///
-    /// Passed on the H200 (2026-12-01).
-    #[test]
-    #[ignore = "needs an NVIDIA GPU"]
-    fn wgmma_bf16_ss_matches_f64_reference(seed: u64, scale in 0.01f32..16.0) {
-        let (device, wf) = gpu();
-        let stream = device.stream();
-        let kernel = wf.module().kernel("wgmma_bf16_ss_sm90a").unwrap();
-        let to_bf16 = |v: Vec<f32>| v.into_iter().map(bf16::from_f32).collect::<Vec<_>>();
-        let a = to_bf16(random_f32(seed, WGMMA_M * WGMMA_K, scale)); // (M, K)
-        let b = to_bf16(random_f32(seed ^ 0xb, WGMMA_N * WGMMA_K, scale)); // (N, K)
-        let da = stream.clone_htod(&a).unwrap();
-        let db = stream.clone_htod(&b).unwrap();
-        let (m, n, k) = (WGMMA_M as u64, WGMMA_N as u64, WGMMA_K as u64);
-        let a_map = TensorMapBuilder::<bf16>::row_major_2d(m, k, k, m as u32, k as u32)
-            .swizzle(Swizzle::B128)
-            .encode(&da, stream)
-            .unwrap();
-        let b_map = TensorMapBuilder::<bf16>::row_major_2d(n, k, k, n as u32, k as u32)
-            .swizzle(Swizzle::B128)
-            .encode(&db, stream)
-            .unwrap();
-        let mut d = stream.clone_htod(&vec![f32::NAN; WGMMA_M * WGMMA_N]).unwrap();
-        let mut args = KernelArgs::new();
-        args.push(a_map).push(b_map).push_buffer_mut(&mut d, stream);
-        let cfg = LaunchConfig::linear(1, WARPGROUP_THREADS).with_dynamic_smem(WGMMA_CHECK_SMEM_BYTES);
-        // SAFETY: the kernel's contract: (a_map: bf16 [64][64] box 64 × 64, b_map: bf16
-        // [128][64] box 64 × 128, both SWIZZLE_128B grid-constant maps; d: 64 × 128 f32), one
-        // block of one warpgroup, WGMMA_CHECK_SMEM_BYTES. The buffers live until the copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
-        let got = stream.clone_dtoh(&d).unwrap();
-        drop((da, db));
-        let (want, abs) = matmul_abt_f64(&a, &b, WGMMA_M, WGMMA_N, WGMMA_K);
-        let eps_f32 = f32::EPSILON as f64;
-        for i in 0..got.len() {
-            let tol = WGMMA_K as f64 * eps_f32 * abs[i];
-            let err = (got[i] as f64 - want[i]).abs();
-            // `!(err <= tol)` also fails on NaN: an element the kernel never wrote.
-            prop_assert!(
-                err <= tol,
-                "d[{}][{}]: got {}, want {} (error {err:e} > tol {tol:e}; first failing element)",
-                i / WGMMA_N, i % WGMMA_N, got[i], want[i]
-            );
-        }
-    }
 }
 
 /// Mirrors `hopper_async_checks::GEMM_CHECK_SMEM_BYTES`: 2 stages × (A 8 KiB + B 16 KiB) + slack.
@@ -476,8 +419,13 @@ proptest! {
 
     /// `wgmma_pipelined_bf16_sm90a` (TMA producer warpgroup → 2-stage mbarrier ring → wgmma
     /// consumer warpgroup) against the float64 reference, with k_tiles ≥ 3 so the ring wraps and
-    /// both phases flip at least once. Tolerance as for `wgmma_bf16_ss_matches_f64_reference`,
-    /// with K = 64 · k_tiles additions.
+    /// both phases flip at least once. Single-tile wgmma checks of every dtype are in
+    /// `gpu_wgmma`.
+    ///
+    /// Tolerance `K · eps_f32 · Σ_k |a_mk · b_nk|` (K = 64 · k_tiles): a product of two bf16
+    /// values (8-bit significands) is exact in f32, so the only error is in the K-term f32
+    /// accumulation; each addition rounds (or, in tensor cores, may truncate) with relative
+    /// error below eps_f32 = 2⁻²³ of a partial sum of magnitude at most Σ|a||b|, in any order.
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn wgmma_pipelined_bf16_matches_f64_reference(seed: u64, scale in 0.01f32..16.0, k_tiles in 3usize..=12) {

@@ -29,8 +29,6 @@ pub type WgmmaAcc = warpgroup::acc::Acc64x128F32;
 
 /// Dynamic shared memory the TMA checks need: two boxes plus alignment slack and barriers.
 pub const TMA_CHECK_SMEM_BYTES: u32 = 2 * BoxTile::BYTES + 2048;
-/// Dynamic shared memory of [`wgmma_bf16_ss_sm90a`].
-pub const WGMMA_CHECK_SMEM_BYTES: u32 = BoxTile::BYTES + WgmmaBTile::BYTES + 2048;
 /// Stages of [`mbarrier_pipeline_sm90a`].
 pub const PIPELINE_STAGES: usize = 4;
 /// u32 words per pipeline slot (one per consumer lane).
@@ -240,50 +238,6 @@ pub unsafe fn mbarrier_pipeline_sm90a(iters: u32, out: *mut u32) {
         let c = thread_rank() - 128;
         // SAFETY: `out` holds blocks · 128 words.
         unsafe { *out.add((block_rank() * 128 + c) as usize) = sum };
-    }
-}
-
-/// (d) One wgmma tile step: `D(64×128) = A(64×64) · B(128×64)ᵀ`, bf16 in, f32 out, operands
-/// loaded by TMA as 128-byte-swizzled K-major tiles. Launch: 1 block × 128 threads,
-/// [`WGMMA_CHECK_SMEM_BYTES`]. `a_map`: bf16 [64][64] row-major (K inner), box 64 × 64;
-/// `b_map`: bf16 [128][64] row-major, box 64 × 128; both SWIZZLE_128B. `d`: 64 × 128 f32
-/// row-major. Host checks: `d[m][n] = Σ_k a[m][k] · b[n][k]` (f32 tolerance).
-///
-/// # Safety
-/// As described.
-#[kernel(threads = 128)]
-pub unsafe fn wgmma_bf16_ss_sm90a(#[grid_constant] a_map: &TensorMap, #[grid_constant] b_map: &TensorMap, d: *mut f32) {
-    let mut smem = DynamicShared::window();
-    let a = BoxTile::alloc(&mut smem); // (M = 64, K = 64)
-    let b = WgmmaBTile::alloc(&mut smem); // (N = 128, K = 64)
-    // SAFETY: initialised below by thread 0 and published by the block barrier.
-    let full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
-    if thread_rank() == 0 {
-        // SAFETY: one thread initialises before any use.
-        unsafe { full.init(1) };
-        fence_init();
-    }
-    // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
-    // copies LLVM may make of it; see `cluster::sync`).
-    unsafe { cluster::sync() };
-    if thread_rank() == 0 {
-        // SAFETY: the two loads deliver exactly the bytes of (A, B).
-        unsafe {
-            full.arrive_expect_tx(<(BoxTile, WgmmaBTile) as TmaLoad>::BYTES);
-            tma::load_2d(&a, a_map, 0, 0, &full);
-            tma::load_2d(&b, b_map, 0, 0, &full);
-        }
-    }
-    full.wait_phase(Phase::ZERO);
-    let mut acc = WgmmaAcc::ZERO;
-    // SAFETY: the whole warpgroup runs this convergently; the tiles are loaded and unchanged
-    // until the wait; the accumulator is read only after it.
-    unsafe {
-        warpgroup::fence();
-        warpgroup::mma(&mut acc, &a, &b, false);
-        warpgroup::commit();
-        warpgroup::wait::<0>();
-        warpgroup::for_each_element(&acc, |row, col, v| *d.add((row * 128 + col) as usize) = v);
     }
 }
 
