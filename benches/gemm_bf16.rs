@@ -6,9 +6,13 @@
 //! them, a warm-up, then rounds of `ours × reps, cuBLAS × reps` (interleaved) timed with CUDA
 //! events; the median round of each is reported with the SM clock read right after. Both
 //! results are compared on a sample of D before timing, so a fast wrong kernel cannot pass.
+//! The last three columns are our GPU time per call and the host time to issue one call,
+//! ours and cuBLAS's (µs): a small problem whose issue time reaches its GPU time is timing
+//! the host.
 //!
 //! Run: `cargo bench --bench gemm_bf16` (on a GPU machine: `.gpu/bench-gemm_bf16`).
-//! Optional first argument: `quick` (three squares only). Writes `gemm_bf16.csv` and
+//! Optional arguments: `quick` (three squares only), `probe` (a K sweep at two M × N, to
+//! separate per-slice from fixed costs), `m=<M>` (only shapes with that M). Writes `gemm_bf16.csv` and
 //! `gemm_bf16.svg` to `$OUT` (or the current directory).
 
 use std::sync::Arc;
@@ -33,8 +37,18 @@ struct Shape {
     k: usize,
 }
 
-fn shapes(quick: bool) -> Vec<Shape> {
+fn shapes(quick: bool, probe: bool) -> Vec<Shape> {
     let mut s = Vec::new();
+    if probe {
+        // Time against K at fixed M × N: the slope is the per-K-slice cost, the intercept the
+        // fixed cost (launch, pipeline fill, fix-up, epilogue) of one call.
+        for (m, n) in [(128, 4096), (1024, 11008)] {
+            for k in [256, 512, 1024, 2048, 4096, 8192, 16384] {
+                s.push(Shape { group: "probe", m, n, k });
+            }
+        }
+        return s;
+    }
     for d in [2048, 4096, 6144, 8192] {
         if quick && d == 6144 {
             continue;
@@ -92,6 +106,8 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|a| a == "quick");
+    let probe = std::env::args().any(|a| a == "probe");
+    let only_m: Option<usize> = std::env::args().find_map(|a| a.strip_prefix("m=").and_then(|m| m.parse().ok()));
     let device = match Device::new(0) {
         Ok(d) => d,
         Err(e) => {
@@ -108,11 +124,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         device.attributes().name
     );
     println!(
-        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9}",
-        "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|"
+        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9} {:>8} {:>7} {:>7}",
+        "group", "M", "N", "K", "ours TF/s", "cuBLAS", "ratio", "MHz", "max|Δ|", "ours µs", "issue", "cuBLAS"
     );
     let mut rows = Vec::new();
-    for shape in shapes(quick) {
+    for shape in shapes(quick, probe).into_iter().filter(|s| only_m.is_none_or(|m| s.m == m)) {
         let Shape { group, m, n, k } = shape;
         let set_bytes = 2 * (m * k + n * k + 2 * m * n);
         let sets_n = ROTATION_BYTES.div_ceil(set_bytes).clamp(1, MAX_SETS);
@@ -172,20 +188,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let per_pair = start.elapsed().as_secs_f64() / launches as f64;
         let reps = ((0.01 / (per_pair / 2.0)).ceil() as usize).clamp(3, 200);
         let (mut t_ours, mut t_blas) = (Vec::new(), Vec::new());
+        // Host time to issue one call (validation, descriptors, launch): when it exceeds the
+        // GPU time, the stream starves and the event timing measures the host instead.
+        let (mut issue_ours, mut issue_blas) = (Vec::new(), Vec::new());
         let begin = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         for _ in 0..ROUNDS {
             begin.record(&stream)?;
+            let issue = Instant::now();
             for r in 0..reps {
                 run_ours(&mut sets[r % sets_n])?;
             }
+            issue_ours.push(issue.elapsed().as_secs_f64() / reps as f64);
             end.record(&stream)?;
             end.synchronize()?;
             t_ours.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
             begin.record(&stream)?;
+            let issue = Instant::now();
             for r in 0..reps {
                 run_blas(&mut sets[r % sets_n])?;
             }
+            issue_blas.push(issue.elapsed().as_secs_f64() / reps as f64);
             end.record(&stream)?;
             end.synchronize()?;
             t_blas.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
@@ -194,8 +217,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ours_tf = flops / median(&mut t_ours) / 1e12;
         let blas_tf = flops / median(&mut t_blas) / 1e12;
         let ratio = ours_tf / blas_tf;
+        let (gpu_us, issue_us) = (flops / ours_tf / 1e6, median(&mut issue_ours) * 1e6);
+        let issue_blas_us = median(&mut issue_blas) * 1e6;
         println!(
-            "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e}"
+            "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e} \
+             {gpu_us:>8.1} {issue_us:>7.1} {issue_blas_us:>7.1}"
         );
         rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
     }

@@ -169,7 +169,7 @@ pub struct GemmParams {
     /// (every tile whole, no fix-up), 1 pure stream-K, 2 data-parallel + stream-K hybrid.
     pub stream_k: u32,
     /// Device address of the stream-K partial-tile slots: one per CTA of the grid, each
-    /// [`gemm_sm90::PARTIAL_SLOT_FLOATS`] f32 (contents need no initialisation); 0 when
+    /// [`gemm_sm90::PARTIAL_SLOT_FLOATS`] f32, 16-byte aligned (contents need no initialisation); 0 when
     /// `stream_k == 0`.
     pub workspace: u64,
     /// Device address of the stream-K flags: [`gemm_sm90::FLAGS_PER_CTA`] u32 per CTA of the

@@ -25,6 +25,7 @@
 pub mod atomic;
 pub mod blackwell;
 pub mod cluster;
+pub mod global;
 pub mod math;
 pub mod mbarrier;
 pub mod num;

@@ -49,6 +49,20 @@ pub fn thread_rank() -> u32 {
     (t.z * d.y + t.y) * d.x + t.x
 }
 
+/// [`thread_rank`], computed where it is called: values derived from it stay inside the loop
+/// that uses them instead of being hoisted out and kept live across it. For code that runs
+/// once per loop trip under high register pressure (a GEMM epilogue's addresses, recomputed
+/// per tile for a few integer instructions instead of occupying registers through the main
+/// loop).
+#[inline(always)]
+pub fn thread_rank_in_place() -> u32 {
+    // SAFETY: special-register reads have no preconditions on the device.
+    let x = unsafe { sreg::tid_x_in_place() };
+    let t = thread_idx();
+    let d = block_dim();
+    (t.z * d.y + t.y) * d.x + x
+}
+
 /// Linear block index inside the grid.
 #[inline(always)]
 pub fn block_rank() -> u32 {

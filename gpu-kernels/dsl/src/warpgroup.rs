@@ -162,6 +162,12 @@ pub fn thread_index() -> u32 {
     crate::thread::thread_rank() % WARPGROUP_THREADS
 }
 
+/// [`thread_index`], computed where it is called (see [`crate::thread::thread_rank_in_place`]).
+#[inline(always)]
+pub fn thread_index_in_place() -> u32 {
+    crate::thread::thread_rank_in_place() % WARPGROUP_THREADS
+}
+
 /// Makes prior register/smem writes visible to the next wgmma (needed before the first wgmma
 /// and whenever the accumulator was written by other code).
 ///

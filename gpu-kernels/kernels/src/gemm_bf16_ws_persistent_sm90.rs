@@ -278,7 +278,7 @@ unsafe fn epilogue_staged<O: Output>(
     }
     // SAFETY: all 128 threads of the warpgroup arrive (function contract).
     unsafe { barrier.sync() };
-    let t = warpgroup::thread_index();
+    let t = warpgroup::thread_index_in_place();
     if p.c == 0 && p.bias == 0 && p.activation == 0 {
         // The common case gets its own unrolled copy with no per-element branches.
         // SAFETY: forwarded (function contract).
@@ -338,7 +338,7 @@ unsafe fn stage_block<O: Output>(acc: &Acc, staging: &Staging<O>, t: u32, value:
 /// `p.d` valid for every in-bounds element; `p` as for [`finish`].
 #[inline(always)]
 unsafe fn epilogue<O: Output>(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, col0: u32) {
-    let t = warpgroup::thread_index();
+    let t = warpgroup::thread_index_in_place();
     let d = p.d as *mut O;
     let d_batch = batch as u64 * p.stride_d;
     acc.for_each(|i, value| {

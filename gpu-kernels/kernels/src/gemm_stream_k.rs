@@ -3,16 +3,18 @@
 //! `logic::schedule::stream_k`; this module is only the hand-over.
 //!
 //! A `Partial` unit's consumer warpgroup stores its accumulator registers as they are into its
-//! CTA's slot of the workspace (register `i` of thread `t` at `i·128 + t`: coalesced, and no
-//! coordinates needed, because the finalising warpgroup holds the same fragment of the tile),
-//! then raises its flag. The `Finalize` unit's warpgroup takes the contributors in order: waits
-//! for the flag, clears it (so every flag is zero again when the kernel ends), and adds the
-//! slot into its registers; the order makes the sum deterministic. Contributors never wait and
+//! CTA's slot of the workspace, four at a time: registers `4j..4j+4` of thread `t` are the 16
+//! bytes at float `(j·128 + t)·4` (a warp's store is 512 contiguous bytes, and no coordinates
+//! are needed, because the finalising warpgroup holds the same fragment of the tile), then
+//! raises its flag. The `Finalize` unit's warpgroup waits for every contributor's flag and
+//! clears it (so every flag is zero again when the kernel ends), then adds the slots into its
+//! registers in contributor order, which makes the sum deterministic. Contributors never wait and
 //! each publishes at most once (its first unit), so every wait ends once the grid is resident.
 
 use warpforge_dsl::abi::GemmParams;
 use warpforge_dsl::abi::gemm_sm90::{FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS};
 use warpforge_dsl::atomic::AtomicCell;
+use warpforge_dsl::global::{F32x4, load_f32x4_l2, store_f32x4};
 use warpforge_dsl::sync::{NamedBarrier, fence_acq_rel_gpu};
 use warpforge_dsl::warpgroup::{self, acc::Accumulator};
 
@@ -32,8 +34,9 @@ impl PartialSlots {
     /// The slots of `p`.
     ///
     /// # Safety
-    /// `p.workspace` holds `PARTIAL_SLOT_FLOATS` f32 and `p.flags` `FLAGS_PER_CTA` u32, zero at
-    /// launch, for every CTA of the grid; nothing else touches them during the launch.
+    /// `p.workspace` holds `PARTIAL_SLOT_FLOATS` f32 (16-byte aligned) and `p.flags`
+    /// `FLAGS_PER_CTA` u32, zero at launch, for every CTA of the grid; nothing else touches them
+    /// during the launch.
     #[inline(always)]
     pub unsafe fn new(p: &GemmParams) -> Self {
         PartialSlots { workspace: p.workspace as *mut f32, flags: p.flags as *mut u32 }
@@ -44,6 +47,12 @@ impl PartialSlots {
     fn slot(&self, cta: u32, half: u32) -> *mut f32 {
         let at = cta as usize * PARTIAL_SLOT_FLOATS as usize + half as usize * HALF_SLOT_FLOATS;
         self.workspace.wrapping_add(at)
+    }
+
+    /// Where thread `t`'s registers `4j..4j+4` live in a half slot starting at `slot`.
+    #[inline(always)]
+    fn quad(slot: *mut f32, j: usize, t: usize) -> *mut f32 {
+        slot.wrapping_add((j * WARPGROUP_THREADS + t) * 4)
     }
 
     /// The flag of (`cta`, `half`).
@@ -68,11 +77,22 @@ impl PartialSlots {
         leader: bool,
     ) {
         const { assert!(A::REGS * WARPGROUP_THREADS == HALF_SLOT_FLOATS, "one accumulator fills half a slot") };
-        let (slot, t) = (self.slot(cta, half), warpgroup::thread_index() as usize);
+        const { assert!(A::REGS % 4 == 0, "registers move four at a time") };
+        let (slot, t) = (self.slot(cta, half), warpgroup::thread_index_in_place() as usize);
+        let mut quad = F32x4::default();
         acc.for_each(|i, v| {
-            // SAFETY: i·128 + t < HALF_SLOT_FLOATS, inside this warpgroup's half slot, which no
-            // one reads before the flag below is raised.
-            unsafe { *slot.add(i * WARPGROUP_THREADS + t) = v };
+            match i % 4 {
+                0 => quad.0 = v,
+                1 => quad.1 = v,
+                2 => quad.2 = v,
+                _ => {
+                    quad.3 = v;
+                    // SAFETY: (i/4·128 + t)·4 + 3 < HALF_SLOT_FLOATS, 16-byte aligned (the slots
+                    // are), inside this warpgroup's half slot, which no one reads before the
+                    // flag below is raised.
+                    unsafe { store_f32x4(Self::quad(slot, i / 4, t), quad) };
+                }
+            }
         });
         // SAFETY: every thread of the warpgroup arrives (function contract): all stores above
         // happen before the leader's release.
@@ -84,7 +104,7 @@ impl PartialSlots {
     }
 
     /// Adds the partial accumulators of CTAs `first..=last` (warpgroup `half` of each) into
-    /// `acc`, in that order, waiting for each to be published.
+    /// `acc`, in that order, once all of them are published.
     ///
     /// # Safety
     /// The whole consumer warpgroup `half` calls it together, after a wgmma wait covering `acc`
@@ -100,21 +120,35 @@ impl PartialSlots {
         barrier: &NamedBarrier<128>,
         leader: bool,
     ) {
-        let t = warpgroup::thread_index() as usize;
-        for cta in first..=last {
-            if leader {
+        let t = warpgroup::thread_index_in_place() as usize;
+        // Every flag first, one barrier, then one straight run of loads and adds: the loads of
+        // all partials can be in flight together instead of one partial per round trip.
+        if leader {
+            for cta in first..=last {
                 // Consume the flag (1 → 0): it is zero again for the next launch.
                 let flag = self.flag(cta, half);
                 while flag.compare_exchange(1, 0) != 1 {}
-                fence_acq_rel_gpu();
             }
-            // SAFETY: every thread of the warpgroup arrives; the leader's acquire above orders
-            // the publisher's stores before every thread's loads below.
-            unsafe { barrier.sync() };
+            fence_acq_rel_gpu();
+        }
+        // SAFETY: every thread of the warpgroup arrives; the leader's acquire above orders
+        // every publisher's stores before every thread's loads below.
+        unsafe { barrier.sync() };
+        for cta in first..=last {
             let slot = self.slot(cta, half);
+            let mut quad = F32x4::default();
             acc.for_each_mut(|i, v| {
-                // SAFETY: inside that CTA's published half slot, written once and not again.
-                *v += unsafe { *slot.add(i * WARPGROUP_THREADS + t) };
+                if i % 4 == 0 {
+                    // SAFETY: inside that CTA's published half slot (16-byte aligned), written
+                    // once and not again in this launch.
+                    quad = unsafe { load_f32x4_l2(Self::quad(slot, i / 4, t)) };
+                }
+                *v += match i % 4 {
+                    0 => quad.0,
+                    1 => quad.1,
+                    2 => quad.2,
+                    _ => quad.3,
+                };
             });
         }
     }

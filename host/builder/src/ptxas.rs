@@ -133,15 +133,26 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: Arch, deny_spills: bool) -> Resu
 /// Parses `ptxas -v` output.
 pub fn parse_report(text: &str) -> PtxasReport {
     let mut report = PtxasReport::default();
+    // The entry whose `-v` lines are being read. `Function properties for F` switches the stack
+    // frame / spill line that follows to F, which after an entry's own block is often a `.func`
+    // it calls (ptxas lists those after the entry): their figures are ignored, they must not
+    // overwrite the entry's.
     let mut current: Option<usize> = None;
+    let mut properties_of_current = false;
     for line in text.lines() {
         let l = line.trim();
         if let Some(rest) = l.strip_prefix("ptxas info    : Compiling entry function '") {
             let name = rest.split('\'').next().unwrap_or_default().to_string();
             report.kernels.push(KernelReport { name, ..Default::default() });
             current = Some(report.kernels.len() - 1);
+            properties_of_current = false;
+        } else if let Some(name) = l.strip_prefix("ptxas info    : Function properties for ") {
+            properties_of_current = current.is_some_and(|i| report.kernels[i].name == name.trim());
         } else if let Some(k) = current.map(|i| &mut report.kernels[i]) {
             if l.contains("bytes stack frame") {
+                if !properties_of_current {
+                    continue;
+                }
                 k.stack_frame = number_before(l, "bytes stack frame");
                 k.spill_stores = number_before(l, "bytes spill stores");
                 k.spill_loads = number_before(l, "bytes spill loads");
@@ -175,6 +186,9 @@ ptxas info    : Function properties for gemm\n\
     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
 ptxas info    : Used 168 registers, used 1 barriers, 2048 bytes smem, 400 bytes cmem[0]\n\
 ptxas info    : (C7508) Potential Performance Loss: setmaxnreg ignored\n\
+ptxas info    : Compile time = 36525.188 ms\n\
+ptxas info    : Function properties for _RNvNtCsbSE61zFgCyu_4core9panicking9panic_fmt\n\
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
 ptxas info    : Compiling entry function 'saxpy' for 'sm_90a'\n\
 ptxas info    : Function properties for saxpy\n\
     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\

@@ -1,7 +1,7 @@
 //! PTX modules per arch, loaded for the device they run on, and their kernels.
 
 use std::ffi::{CString, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, DriverError};
@@ -97,6 +97,9 @@ pub struct Module {
     arch: Arch,
     entries: Arc<Vec<EntryDirectives>>,
     device: DeviceAttributes,
+    /// Kernels already looked up: a later lookup returns the same handle with its cached
+    /// attributes, so a launch path costs no driver queries after the first call.
+    kernels: Arc<Mutex<Vec<Kernel>>>,
 }
 
 impl std::fmt::Debug for Module {
@@ -122,6 +125,7 @@ impl Module {
             arch,
             entries: Arc::new(entry_directives(ptx)),
             device: attrs.clone(),
+            kernels: Arc::default(),
         })
     }
 
@@ -135,8 +139,12 @@ impl Module {
         self.entries.iter().map(|e| e.name.as_str())
     }
 
-    /// Looks up a kernel by name.
+    /// Looks up a kernel by name (once per module: later calls return the same handle).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let mut known = self.kernels.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(kernel) = known.iter().find(|k| k.name() == name) {
+            return Ok(kernel.clone());
+        }
         let directives =
             self.entries.iter().find(|e| e.name == name).cloned().ok_or_else(|| Error::UnknownKernel(name.into()))?;
         let c_name = CString::new(name).map_err(|_| Error::UnknownKernel(name.into()))?;
@@ -147,15 +155,22 @@ impl Module {
         unsafe { sys::cuModuleGetFunction(&mut function, self.inner.handle, c_name.as_ptr()) }
             .result()
             .during("cuModuleGetFunction")?;
-        Ok(Kernel {
+        let kernel = Kernel {
             module: self.inner.clone(),
             function,
             directives,
             device: self.device.clone(),
             opted_in_smem: Arc::new(std::sync::atomic::AtomicU32::new(0)),
-        })
+            static_smem: Arc::new(OnceLock::new()),
+            occupancy: Arc::default(),
+        };
+        known.push(kernel.clone());
+        Ok(kernel)
     }
 }
+
+/// ((threads per block, dynamic shared bytes), blocks per SM).
+pub(crate) type OccupancyEntry = ((u32, u32), u32);
 
 /// A kernel entry of a loaded module: its handle and its launch contract.
 #[derive(Clone)]
@@ -166,6 +181,11 @@ pub struct Kernel {
     pub(crate) device: DeviceAttributes,
     /// Largest dynamic shared memory already opted into (the attribute is set once per size).
     pub(crate) opted_in_smem: Arc<std::sync::atomic::AtomicU32>,
+    /// Static shared memory, read from the driver once.
+    pub(crate) static_smem: Arc<OnceLock<u32>>,
+    /// Blocks per SM by (threads, dynamic shared memory), from the occupancy calculator once
+    /// per launch shape.
+    pub(crate) occupancy: Arc<Mutex<Vec<OccupancyEntry>>>,
 }
 
 // SAFETY: a CUfunction is usable from any thread with its context bound; launches bind it.
@@ -202,7 +222,11 @@ impl Kernel {
 
     /// Static shared memory in bytes (`CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`).
     pub fn static_shared_bytes(&self) -> Result<u32> {
-        self.attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+        if let Some(&bytes) = self.static_smem.get() {
+            return Ok(bytes);
+        }
+        let bytes = self.attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+        Ok(*self.static_smem.get_or_init(|| bytes))
     }
 
     pub(crate) fn attribute(&self, which: sys::CUfunction_attribute) -> Result<u32> {

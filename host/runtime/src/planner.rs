@@ -68,18 +68,7 @@ impl Kernel {
             });
         }
         self.opt_into_dynamic_smem(dynamic_smem)?;
-        let mut blocks_per_sm = 0i32;
-        // SAFETY: live function handle, valid out-pointer.
-        unsafe {
-            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                &mut blocks_per_sm,
-                self.function,
-                block as i32,
-                dynamic_smem as usize,
-            )
-        }
-        .result()
-        .during("cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+        let blocks_per_sm = self.blocks_per_sm(block, dynamic_smem)?;
         if blocks_per_sm <= 0 {
             return Err(Error::LaunchContract {
                 kernel: self.name().into(),
@@ -130,6 +119,33 @@ impl Kernel {
             .result()
             .during("cuOccupancyMaxActiveClusters")?;
         Ok(clusters.max(0) as u32)
+    }
+}
+
+impl Kernel {
+    /// The occupancy calculator's blocks per SM for `block` threads and `dynamic_smem` bytes
+    /// (asked once per shape; the answer depends only on the compiled kernel and the device).
+    /// The caller has opted into `dynamic_smem` already.
+    fn blocks_per_sm(&self, block: u32, dynamic_smem: u32) -> Result<i32> {
+        let key = (block, dynamic_smem);
+        let mut known = self.occupancy.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(&(_, blocks)) = known.iter().find(|(k, _)| *k == key) {
+            return Ok(blocks as i32);
+        }
+        let mut blocks_per_sm = 0i32;
+        // SAFETY: live function handle, valid out-pointer.
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut blocks_per_sm,
+                self.function,
+                block as i32,
+                dynamic_smem as usize,
+            )
+        }
+        .result()
+        .during("cuOccupancyMaxActiveBlocksPerMultiprocessor")?;
+        known.push((key, blocks_per_sm.max(0) as u32));
+        Ok(blocks_per_sm)
     }
 }
 

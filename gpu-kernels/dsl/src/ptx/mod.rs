@@ -12,6 +12,7 @@ pub mod clc;
 pub mod cluster;
 pub mod cvt;
 pub mod fence;
+pub mod global;
 pub mod math;
 pub mod mbarrier;
 pub mod misc;

@@ -83,6 +83,22 @@ sreg_u32! {
     cluster_nctarank => "%cluster_nctarank";
 }
 
+/// `%tid.x`, read where it is written: the read is not marked `pure`, so LLVM neither merges
+/// it with other reads nor hoists it (or anything computed from it) out of a loop.
+///
+/// Emits `mov.u32 %r, %tid.x;`.
+///
+/// # Safety
+/// None beyond running on the device.
+#[inline(always)]
+pub unsafe fn tid_x_in_place() -> u32 {
+    let r: u32;
+    // SAFETY: a special-register read has no side effects (declared as having some only to
+    // pin it in place).
+    unsafe { asm!("mov.u32 {0}, %tid.x;", out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
 /// Global nanosecond timer.
 ///
 /// Emits `mov.u64 %rd, %globaltimer;`.
