@@ -6,11 +6,20 @@
 //! in `gpu-kernels/generated/` is embedded as is. `tests/shipped_ptx.rs` fails when the shipped
 //! files differ from a fresh build; `WARPFORGE_BLESS=1 cargo build` refreshes them.
 //! `WARPFORGE_PTX=shipped|build` forces either path.
+//!
+//! Cubins: when ptxas assembled the sm_90a module, its cubin is embedded too (the runtime loads
+//! it instead of JIT-compiling the PTX, which takes minutes for the GEMM module on a cold
+//! driver cache). A cubin is shipped beside the PTX with the FNV-1a hash of the PTX it was
+//! assembled from (`sm_90a.cubin.source`); a build without ptxas embeds the shipped cubin only
+//! when that hash matches the PTX it embeds, and no cubin otherwise.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use warpforge_builder::{Arch, Builder, PtxModule};
+
+/// Arches whose cubin is embedded and shipped.
+const CUBIN_ARCHS: [Arch; 1] = [Arch::Sm90a];
 
 /// The toolchain that rebuilds the shipped PTX (rust-toolchain.toml pins the same one).
 const PINNED_COMMIT: &str = "e50aa6fba4e63ab34c72bf9acfd2c307c1155d1a";
@@ -45,6 +54,17 @@ fn main() {
             if bless {
                 write(&shipped.join(format!("{}.ptx", module.arch)), &ptx);
             }
+            if CUBIN_ARCHS.contains(&module.arch) {
+                let fresh = module.ptxas.as_ref().map(|r| std::fs::read(&r.cubin).expect("ptxas wrote the cubin"));
+                if let (Some(cubin), true) = (&fresh, bless) {
+                    write_bytes(&shipped.join(format!("{}.cubin", module.arch)), cubin);
+                    write(&shipped.join(format!("{}.cubin.source", module.arch)), &cubin_source(&ptx));
+                }
+                let cubin = fresh.unwrap_or_else(|| shipped_cubin(&shipped, module.arch, &ptx));
+                write_bytes(&out.join(format!("{}.cubin", module.arch)), &cubin);
+            } else {
+                write_bytes(&out.join(format!("{}.cubin", module.arch)), &[]);
+            }
         }
         println!("cargo:rustc-env=WARPFORGE_PTX_ORIGIN=built");
     } else {
@@ -55,6 +75,8 @@ fn main() {
                 .unwrap_or_else(|e| panic!("warpforge: shipped PTX {} unreadable ({e})", file.display()));
             write(&out.join(format!("{arch}.ptx")), &ptx);
             write(&out.join(format!("{arch}.report.txt")), "shipped PTX, not rebuilt: no ptxas report\n");
+            let cubin = if CUBIN_ARCHS.contains(&arch) { shipped_cubin(&shipped, arch, &ptx) } else { Vec::new() };
+            write_bytes(&out.join(format!("{arch}.cubin")), &cubin);
         }
         println!("cargo:rustc-env=WARPFORGE_PTX_ORIGIN=shipped");
     }
@@ -98,6 +120,31 @@ fn report(module: &PtxModule) -> String {
         }
     }
     s
+}
+
+/// The shipped cubin of `arch` when it was assembled from exactly `ptx`; empty otherwise.
+fn shipped_cubin(shipped: &Path, arch: Arch, ptx: &str) -> Vec<u8> {
+    let cubin = shipped.join(format!("{arch}.cubin"));
+    let source = shipped.join(format!("{arch}.cubin.source"));
+    println!("cargo:rerun-if-changed={}", cubin.display());
+    println!("cargo:rerun-if-changed={}", source.display());
+    match (std::fs::read(&cubin), std::fs::read_to_string(&source)) {
+        (Ok(bytes), Ok(recorded)) if recorded == cubin_source(ptx) => bytes,
+        _ => Vec::new(),
+    }
+}
+
+/// What `<arch>.cubin.source` records: the hash of the PTX the cubin was assembled from.
+fn cubin_source(ptx: &str) -> String {
+    // FNV-1a, 64 bit: a fingerprint against stale files, not a security measure.
+    let hash = ptx.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    format!("fnv1a64 {hash:016x}\n")
+}
+
+fn write_bytes(path: &Path, contents: &[u8]) {
+    if std::fs::read(path).ok().as_deref() != Some(contents) {
+        std::fs::write(path, contents).unwrap_or_else(|e| panic!("warpforge: cannot write {}: {e}", path.display()));
+    }
 }
 
 fn write(path: &Path, contents: &str) {

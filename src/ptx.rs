@@ -11,6 +11,10 @@ pub const SM_90A: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.ptx"));
 /// sm_100a module (Blackwell; compile-verified, no Blackwell GPU has run it).
 pub const SM_100A: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a.ptx"));
 
+/// The sm_90a module assembled by ptxas (a cubin; empty when this build had neither ptxas nor a
+/// shipped cubin of exactly this PTX). Loaded instead of the PTX on an H100/H200: no JIT.
+pub const SM_90A_CUBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sm_90a.cubin"));
+
 /// ptxas's resource report for the sm_90a module at build time (registers, spills per kernel).
 pub const SM_90A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.report.txt"));
 /// ptxas's resource report for the sm_100a module at build time.
@@ -21,7 +25,8 @@ pub const SM_100A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a
 pub const ORIGIN: &str = env!("WARPFORGE_PTX_ORIGIN");
 
 /// Every embedded module.
-pub const SET: PtxSet = PtxSet::new().with(Arch::Sm90a, SM_90A).with(Arch::Sm100a, SM_100A);
+pub const SET: PtxSet =
+    PtxSet::new().with(Arch::Sm90a, SM_90A).with_cubin(Arch::Sm90a, SM_90A_CUBIN).with(Arch::Sm100a, SM_100A);
 
 /// The embedded PTX of `arch`.
 pub const fn module(arch: Arch) -> &'static str {

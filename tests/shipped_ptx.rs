@@ -21,3 +21,23 @@ fn shipped_ptx_matches_a_fresh_build() {
         );
     }
 }
+
+#[test]
+fn embedded_cubin_is_the_shipped_one_and_matches_the_ptx() {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu-kernels/generated");
+    let cubin = std::fs::read(shipped.join("sm_90a.cubin")).expect("gpu-kernels/generated/sm_90a.cubin is shipped");
+    // The shipped cubin is what this build embeds: either ptxas just assembled the same bytes
+    // from the same PTX (assembly is deterministic), or the build took the shipped file because
+    // its recorded PTX hash matched. An empty embed means the shipped cubin is stale.
+    assert!(
+        !ptx::SM_90A_CUBIN.is_empty(),
+        "no sm_90a cubin embedded: the shipped one does not match the PTX; run `WARPFORGE_BLESS=1 cargo build` with ptxas"
+    );
+    assert!(
+        ptx::SM_90A_CUBIN == cubin.as_slice(),
+        "the embedded sm_90a cubin differs from gpu-kernels/generated/sm_90a.cubin: re-bless with ptxas"
+    );
+    // ELF, 64-bit, with NVIDIA's CUDA machine number (190).
+    assert_eq!(&cubin[..5], b"\x7fELF\x02");
+    assert_eq!(u16::from_le_bytes([cubin[18], cubin[19]]), 190);
+}

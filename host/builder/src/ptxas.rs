@@ -36,6 +36,9 @@ pub struct KernelReport {
 pub struct PtxasReport {
     /// The ptxas that ran.
     pub ptxas: PathBuf,
+    /// The assembled module (a cubin next to the PTX), loadable without a driver JIT on exactly
+    /// the module's compute capability.
+    pub cubin: PathBuf,
     /// Per-kernel resources.
     pub kernels: Vec<KernelReport>,
     /// Informational lines worth reading (e.g. wgmma serialisation, ignored setmaxnreg).
@@ -93,11 +96,15 @@ pub fn find() -> Option<PathBuf> {
     None
 }
 
-/// Assembles `ptx` for `arch`; fails on any ptxas error, and on spills when `deny_spills`.
+/// Assembles `ptx` for `arch` into a `.cubin` beside it; fails on any ptxas error, and on
+/// spills when `deny_spills`.
 pub fn assemble(ptxas: &Path, ptx: &Path, arch: Arch, deny_spills: bool) -> Result<PtxasReport, BuildError> {
+    let cubin = ptx.with_extension("cubin");
     let out = Command::new(ptxas)
         .arg(format!("-arch={}", arch.name()))
-        .args(["-v", "-o", "/dev/null"])
+        .arg("-v")
+        .arg("-o")
+        .arg(&cubin)
         .arg(ptx)
         .output()
         .map_err(|e| BuildError::Missing {
@@ -113,6 +120,7 @@ pub fn assemble(ptxas: &Path, ptx: &Path, arch: Arch, deny_spills: bool) -> Resu
     }
     let mut report = parse_report(&text);
     report.ptxas = ptxas.to_path_buf();
+    report.cubin = cubin;
     if deny_spills {
         let spilling: Vec<String> = report
             .kernels

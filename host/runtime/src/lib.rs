@@ -30,6 +30,6 @@ pub use cudarc;
 pub use device::{Device, DeviceAttributes};
 pub use error::{Error, Result};
 pub use launch::{KernelArgs, KernelParam, LaunchConfig};
-pub use module::{Kernel, Module, PtxSet};
+pub use module::{Kernel, Module, ModuleImage, PtxSet};
 pub use planner::{GridPlan, plan_persistent_grid};
 pub use tensor_map::{TensorMapBuilder, TensorMapError, TmaElement};

@@ -39,17 +39,25 @@ impl Arch {
     }
 }
 
-/// PTX sources, one per arch (usually `include_str!` of the builder's output).
+/// PTX sources, one per arch (usually `include_str!` of the builder's output), and optionally
+/// the same modules pre-assembled by ptxas (cubins).
+///
+/// A cubin is loaded instead of its PTX when the device is exactly that arch's compute
+/// capability: it skips the driver's JIT, which for a large module costs minutes on a machine
+/// whose JIT cache is cold. The PTX stays the source of the entries' launch directives and is
+/// the fallback when the driver refuses the cubin.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PtxSet {
     sm90a: Option<&'static str>,
     sm100a: Option<&'static str>,
+    sm90a_cubin: Option<&'static [u8]>,
+    sm100a_cubin: Option<&'static [u8]>,
 }
 
 impl PtxSet {
     /// An empty set.
     pub const fn new() -> Self {
-        PtxSet { sm90a: None, sm100a: None }
+        PtxSet { sm90a: None, sm100a: None, sm90a_cubin: None, sm100a_cubin: None }
     }
 
     /// Adds the module for `arch`.
@@ -61,6 +69,17 @@ impl PtxSet {
         self
     }
 
+    /// Adds the cubin ptxas assembled from `arch`'s PTX (an empty slice adds nothing, so a
+    /// build without ptxas can pass whatever it has).
+    pub const fn with_cubin(mut self, arch: Arch, cubin: &'static [u8]) -> Self {
+        let cubin = if cubin.is_empty() { None } else { Some(cubin) };
+        match arch {
+            Arch::Sm90a => self.sm90a_cubin = cubin,
+            Arch::Sm100a => self.sm100a_cubin = cubin,
+        }
+        self
+    }
+
     /// The module for `arch`, if present.
     pub const fn get(&self, arch: Arch) -> Option<&'static str> {
         match arch {
@@ -68,6 +87,23 @@ impl PtxSet {
             Arch::Sm100a => self.sm100a,
         }
     }
+
+    /// The cubin for `arch`, if present.
+    pub const fn cubin(&self, arch: Arch) -> Option<&'static [u8]> {
+        match arch {
+            Arch::Sm90a => self.sm90a_cubin,
+            Arch::Sm100a => self.sm100a_cubin,
+        }
+    }
+}
+
+/// What a [`Module`] was loaded from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleImage {
+    /// The pre-assembled cubin: no JIT.
+    Cubin,
+    /// The PTX, compiled by the driver's JIT (or taken from its cache).
+    Ptx,
 }
 
 pub(crate) struct LoadedModule {
@@ -95,6 +131,7 @@ impl Drop for LoadedModule {
 pub struct Module {
     inner: Arc<LoadedModule>,
     arch: Arch,
+    image: ModuleImage,
     entries: Arc<Vec<EntryDirectives>>,
     device: DeviceAttributes,
     /// Kernels already looked up: a later lookup returns the same handle with its cached
@@ -118,11 +155,23 @@ impl Module {
         let ptx = set.get(arch).ok_or_else(unsupported)?;
         let context = device.context().clone();
         context.bind_to_thread().during("cuCtxSetCurrent")?;
-        let handle =
-            load_with_log(ptx).map_err(|(source, log)| Error::ModuleLoad { arch: arch.name(), source, log })?;
+        // The cubin when there is one; the PTX when there is none or the driver refuses it.
+        let cubin = set.cubin(arch).and_then(|cubin| load_with_log(Image::Cubin(cubin)).ok());
+        let (handle, image) = match cubin {
+            Some(handle) => (handle, ModuleImage::Cubin),
+            None => {
+                let handle = load_with_log(Image::Ptx(ptx)).map_err(|(source, log)| Error::ModuleLoad {
+                    arch: arch.name(),
+                    source,
+                    log,
+                })?;
+                (handle, ModuleImage::Ptx)
+            }
+        };
         Ok(Module {
             inner: Arc::new(LoadedModule { context, handle }),
             arch,
+            image,
             entries: Arc::new(entry_directives(ptx)),
             device: attrs.clone(),
             kernels: Arc::default(),
@@ -132,6 +181,11 @@ impl Module {
     /// The arch of the loaded PTX.
     pub fn arch(&self) -> Arch {
         self.arch
+    }
+
+    /// Whether the module came from its cubin or from the PTX through the driver's JIT.
+    pub fn image(&self) -> ModuleImage {
+        self.image
     }
 
     /// Names of the kernels in the module.
@@ -240,28 +294,62 @@ impl Kernel {
 
 const LOG_BYTES: usize = 16 * 1024;
 
-fn load_with_log(ptx: &str) -> std::result::Result<sys::CUmodule, (DriverError, String)> {
-    let image = CString::new(ptx).map_err(|_| {
-        (DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_IMAGE), "PTX contains a NUL byte".to_string())
-    })?;
+/// A module image for `cuModuleLoadDataEx`.
+enum Image<'a> {
+    Ptx(&'a str),
+    Cubin(&'a [u8]),
+}
+
+fn load_with_log(image: Image<'_>) -> std::result::Result<sys::CUmodule, (DriverError, String)> {
+    // PTX must be NUL-terminated; a cubin is an ELF image whose headers give its size.
+    let (ptx_text, aligned);
+    let data: *const c_void = match image {
+        Image::Ptx(ptx) => {
+            ptx_text = CString::new(ptx).map_err(|_| {
+                (DriverError(sys::cudaError_enum::CUDA_ERROR_INVALID_IMAGE), "PTX contains a NUL byte".to_string())
+            })?;
+            ptx_text.as_ptr() as *const c_void
+        }
+        Image::Cubin(cubin) => {
+            // An 8-byte-aligned copy: the driver parses the ELF headers in place, and an
+            // `include_bytes!` slice carries no alignment.
+            aligned = aligned_copy(cubin);
+            aligned.as_ptr() as *const c_void
+        }
+    };
     let mut log = vec![0u8; LOG_BYTES];
     let mut options =
         [sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER, sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES];
     let mut values = [log.as_mut_ptr() as *mut c_void, LOG_BYTES as *mut c_void];
     let mut module: sys::CUmodule = std::ptr::null_mut();
-    // SAFETY: `image` is a NUL-terminated PTX string; the option arrays have matching lengths
-    // and the log buffer outlives the call; the context is bound by the caller.
+    // SAFETY: `data` points at a NUL-terminated PTX string or at a whole cubin (ELF) image, both
+    // alive for the call; the option arrays have matching lengths and the log buffer outlives
+    // the call; the context is bound by the caller.
     let result = unsafe {
-        sys::cuModuleLoadDataEx(
-            &mut module,
-            image.as_ptr() as *const c_void,
-            options.len() as u32,
-            options.as_mut_ptr(),
-            values.as_mut_ptr(),
-        )
+        sys::cuModuleLoadDataEx(&mut module, data, options.len() as u32, options.as_mut_ptr(), values.as_mut_ptr())
     };
     result.result().map(|()| module).map_err(|e| {
         let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
         (e, String::from_utf8_lossy(&log[..end]).into_owned())
     })
+}
+
+/// `bytes` in 8-byte-aligned storage (the same bytes in memory order, zero-padded to 8).
+fn aligned_copy(bytes: &[u8]) -> Vec<u64> {
+    bytes.chunks(8).map(|c| c.iter().rev().fold(0u64, |word, &b| word << 8 | b as u64).to_le()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::aligned_copy;
+
+    #[test]
+    fn aligned_copy_keeps_the_bytes_in_order() {
+        let bytes: Vec<u8> = (1..=19).collect();
+        let words = aligned_copy(&bytes);
+        assert_eq!(words.len(), 3);
+        let back: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        assert_eq!(&back[..19], &bytes[..]);
+        assert_eq!(&back[19..], &[0, 0, 0, 0, 0]);
+    }
 }
