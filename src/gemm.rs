@@ -20,7 +20,7 @@ use warpforge_abi::gemm_sm90::{
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
-use warpforge_logic::schedule::heuristic::{Scheduler, TileCost, choose_scheduler};
+use warpforge_logic::schedule::heuristic::{Scheduler, TileCost, choose_scheduler, pure_stream_k_grid};
 use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
@@ -458,9 +458,9 @@ impl StreamKSets {
 }
 
 /// Most CTAs one tile's K loop is split over by pure stream-K: the finaliser adds the others'
-/// partial tiles one after another (128 KiB each), so beyond a few the fix-up costs more than
-/// the extra CTAs' bandwidth brings.
-const MAX_PURE_SPLITS: u64 = 4;
+/// partial tiles (128 KiB each), and beyond four the extra CTAs only compete for DRAM (measured
+/// at M = 128 on the H200: eight per tile was slower than four for K ≤ 14336).
+const MAX_PURE_SPLITS: u32 = 4;
 
 /// The tile schedule of one launch: its mode, grid and band width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -473,9 +473,10 @@ struct GemmSchedule {
 impl GemmSchedule {
     /// `logic::schedule::heuristic` for `tiles_m × tiles_n` tiles (batches stacked along M) of
     /// `k_slices` K slices each on `capacity` resident CTAs: data-parallel when the waves are
-    /// full enough (grid = tiles when they fit in one wave), stream-K (pure or hybrid) over every
-    /// resident CTA otherwise, but at most [`MAX_PURE_SPLITS`] CTAs per tile in pure mode. Bands
-    /// always run along M (the kernel's rasterisation).
+    /// full enough (grid = tiles when they fit in one wave), the hybrid over every resident CTA
+    /// when there are full waves, and pure stream-K over as many CTAs per tile (at most
+    /// [`MAX_PURE_SPLITS`]) as the fix-up cost model finds worth it (`pure_stream_k_grid`;
+    /// none: data-parallel). Bands always run along M (the kernel's rasterisation).
     fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
         let capacity = capacity.max(1);
         let tiles = tiles_m as u64 * tiles_n as u64;
@@ -484,10 +485,14 @@ impl GemmSchedule {
             Scheduler::StreamK(mode) => mode,
             Scheduler::Static | Scheduler::Swizzled { .. } | Scheduler::Dynamic { .. } => StreamKMode::DataParallel,
         };
-        let grid = match mode {
-            StreamKMode::DataParallel => tiles.min(capacity as u64) as u32,
-            StreamKMode::Pure => (tiles * MAX_PURE_SPLITS).min(capacity as u64) as u32,
-            StreamKMode::Hybrid => capacity,
+        let (mode, grid) = match mode {
+            StreamKMode::DataParallel => (mode, tiles.min(capacity as u64) as u32),
+            StreamKMode::Pure => {
+                // Fewer tiles than CTAs, so `tiles` fits u32.
+                let grid = pure_stream_k_grid(tiles as u32, k_slices, capacity, MAX_PURE_SPLITS);
+                if grid as u64 == tiles { (StreamKMode::DataParallel, grid) } else { (mode, grid) }
+            }
+            StreamKMode::Hybrid => (mode, capacity),
         };
         GemmSchedule { mode, grid, raster_group }
     }
@@ -528,6 +533,11 @@ mod tests {
         assert_eq!(schedule(2176, 8192, 4096).mode, StreamKMode::Hybrid);
         // Too little K to split: data-parallel whatever the waves.
         assert_eq!(schedule(1152, 8192, 128).mode, StreamKMode::DataParallel);
+        // Less than a wave but a short K loop: the fix-up would cost more than splitting saves.
+        let short_k = GemmSchedule { mode: StreamKMode::DataParallel, grid: 16, raster_group: 1 };
+        assert_eq!(schedule(128, 4096, 1024), short_k);
+        // K = 2048: three CTAs per tile.
+        assert_eq!(schedule(128, 4096, 2048).grid, 48);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!    [`Scheduler::Swizzled`], banded across the longer side of the grid.
 //! 3. Otherwise stream-K: [`StreamKMode::Pure`] when there is less than one wave of tiles, the
 //!    [`StreamKMode::Hybrid`] when there are full waves to keep data-parallel. If the stream-K
-//!    iteration space would not fit `u32`, fall back to data-parallel.
+//!    iteration space would not fit `u32`, fall back to data-parallel. How many CTAs share a
+//!    tile in pure mode is [`pure_stream_k_grid`]'s cost model (one means data-parallel).
 
 use super::stream_k::{StreamKMode, StreamKScheduler};
 use super::swizzled::Raster;
@@ -24,6 +25,42 @@ pub const DP_MIN_WAVE_EFFICIENCY_PERCENT: u64 = 84;
 
 /// Splitting a K loop shorter than this costs more in partial-tile traffic than it saves.
 pub const STREAM_K_MIN_K_ITERS: u32 = 4;
+
+/// Fix-up cost of a tile split over two CTAs, in main-loop iterations of one CTA: the
+/// partial's stores, fence and flag, the finaliser's wait and loads, all on the critical path.
+/// Measured with the sm_90 GEMM on the H200 (docs/PERF.md, 2026-12-01 K sweep at M = 128):
+/// about 5.5 µs over data-parallel at 0.58 µs per 128 × 256 × 64 iteration.
+pub const STREAM_K_FIRST_PARTIAL_ITERS: u64 = 10;
+/// Each further CTA on the same tile: about 2.5 µs more (same sweep).
+pub const STREAM_K_NEXT_PARTIAL_ITERS: u64 = 4;
+
+/// Grid for pure stream-K (fewer tiles than workers): `tiles · s` CTAs (at most `workers`) for
+/// the `s` in `1..=max_splits` that minimises the modelled time, the most iterations any CTA
+/// runs plus the fix-up of up to `⌈grid / tiles⌉` CTAs per tile ([`STREAM_K_FIRST_PARTIAL_ITERS`],
+/// [`STREAM_K_NEXT_PARTIAL_ITERS`]); ties go to fewer CTAs. A result equal to `tiles` means
+/// splitting does not pay: run the tiles data-parallel.
+pub const fn pure_stream_k_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits: u32) -> u32 {
+    let tiles = if tiles == 0 { 1 } else { tiles as u64 };
+    let workers = if workers == 0 { 1 } else { workers as u64 };
+    let iters = tiles * k_iters_per_tile as u64;
+    let mut best = (u64::MAX, tiles);
+    let mut s = 1;
+    while s <= max_splits as u64 {
+        let grid = if tiles * s < workers { tiles * s } else { workers };
+        let sharing = grid.div_ceil(tiles);
+        let fix_up = if sharing <= 1 {
+            0
+        } else {
+            STREAM_K_FIRST_PARTIAL_ITERS + STREAM_K_NEXT_PARTIAL_ITERS * (sharing - 2)
+        };
+        let cost = iters.div_ceil(grid) + fix_up;
+        if cost < best.0 {
+            best = (cost, grid);
+        }
+        s += 1;
+    }
+    best.1 as u32
+}
 
 /// Band width of the grouped rasterisation (Triton's usual `GROUP_M`): eight tile-rows of A
 /// stay in L2 while a wave sweeps the columns of B.
@@ -130,6 +167,22 @@ mod tests {
     }
 
     #[test]
+    fn pure_stream_k_splits_only_when_the_loop_outweighs_the_fix_up() {
+        // 16 tiles (M = 128, N = 4096) on 132 SMs, at most 4 CTAs per tile.
+        // K = 256 (4 iterations) and K = 1024 (16): the fix-up costs more than it saves.
+        assert_eq!(pure_stream_k_grid(16, 4, H200_SMS, 4), 16);
+        assert_eq!(pure_stream_k_grid(16, 16, H200_SMS, 4), 16);
+        // K = 2048 (32): three CTAs per tile; K = 4096 (64): four (the measured best).
+        assert_eq!(pure_stream_k_grid(16, 32, H200_SMS, 4), 48);
+        assert_eq!(pure_stream_k_grid(16, 64, H200_SMS, 4), 64);
+        // 100 tiles: the grid is the whole GPU when splitting pays.
+        assert_eq!(pure_stream_k_grid(100, 64, H200_SMS, 4), H200_SMS);
+        assert_eq!(pure_stream_k_grid(100, 8, H200_SMS, 4), 100);
+        // Degenerate inputs stay valid.
+        assert_eq!(pure_stream_k_grid(0, 0, 0, 0), 1);
+    }
+
+    #[test]
     fn varying_cost_is_dynamic() {
         assert_eq!(
             choose_scheduler(3, 40, 8, H200_SMS, TileCost::Varying),
@@ -138,6 +191,16 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn the_pure_grid_is_between_the_tiles_and_the_split_bound(
+            tiles in 1u32..200, k in 0u32..10_000, workers in 1u32..300, max_splits in 1u32..9,
+        ) {
+            let grid = pure_stream_k_grid(tiles, k, workers, max_splits);
+            prop_assert!(grid >= tiles.min(workers));
+            prop_assert!(grid as u64 <= (tiles as u64 * max_splits as u64).max(tiles as u64));
+            prop_assert!(grid <= workers.max(tiles.min(workers)));
+        }
+
         #[test]
         fn the_choice_can_always_be_built(
             tm in 0u32..5000, tn in 0u32..5000, k in 0u32..100_000, workers in 0u32..1000,
