@@ -41,8 +41,9 @@ fn shapes(quick: bool, probe: bool) -> Vec<Shape> {
     let mut s = Vec::new();
     if probe {
         // Time against K at fixed M × N: the slope is the per-K-slice cost, the intercept the
-        // fixed cost (launch, pipeline fill, fix-up, epilogue) of one call.
-        for (m, n) in [(128, 4096), (1024, 11008)] {
+        // fixed cost (launch, pipeline fill, fix-up, epilogue) of one call. One shape per
+        // schedule: pure stream-K, data-parallel (87 % full waves), hybrid (73 %).
+        for (m, n) in [(128, 4096), (1024, 11008), (1152, 8192)] {
             for k in [256, 512, 1024, 2048, 4096, 8192, 16384] {
                 s.push(Shape { group: "probe", m, n, k });
             }

@@ -20,7 +20,9 @@ use warpforge_abi::gemm_sm90::{
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
-use warpforge_logic::schedule::heuristic::{Scheduler, TileCost, choose_scheduler, pure_stream_k_grid};
+use warpforge_logic::schedule::heuristic::{
+    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
+};
 use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
@@ -457,11 +459,6 @@ impl StreamKSets {
     }
 }
 
-/// Most CTAs one tile's K loop is split over by pure stream-K: the finaliser adds the others'
-/// partial tiles (128 KiB each), and beyond four the extra CTAs only compete for DRAM (measured
-/// at M = 128 on the H200: eight per tile was slower than four for K ≤ 14336).
-const MAX_PURE_SPLITS: u32 = 4;
-
 /// The tile schedule of one launch: its mode, grid and band width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct GemmSchedule {
@@ -475,7 +472,7 @@ impl GemmSchedule {
     /// `k_slices` K slices each on `capacity` resident CTAs: data-parallel when the waves are
     /// full enough (grid = tiles when they fit in one wave), the hybrid over every resident CTA
     /// when there are full waves, and pure stream-K over as many CTAs per tile (at most
-    /// [`MAX_PURE_SPLITS`]) as the fix-up cost model finds worth it (`pure_stream_k_grid`;
+    /// `STREAM_K_MAX_SPLITS`) as the fix-up cost model finds worth it (`pure_stream_k_grid`;
     /// none: data-parallel). Bands always run along M (the kernel's rasterisation).
     fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
         let capacity = capacity.max(1);
@@ -489,7 +486,7 @@ impl GemmSchedule {
             StreamKMode::DataParallel => (mode, tiles.min(capacity as u64) as u32),
             StreamKMode::Pure => {
                 // Fewer tiles than CTAs, so `tiles` fits u32.
-                let grid = pure_stream_k_grid(tiles as u32, k_slices, capacity, MAX_PURE_SPLITS);
+                let grid = pure_stream_k_grid(tiles as u32, k_slices, capacity, STREAM_K_MAX_SPLITS);
                 if grid as u64 == tiles { (StreamKMode::DataParallel, grid) } else { (mode, grid) }
             }
             StreamKMode::Hybrid => (mode, capacity),
@@ -527,17 +524,21 @@ mod tests {
         assert_eq!(schedule(128, 4096, 4096), small_m);
         // 1152 × 8192: 288 tiles, the third wave 18 % full: hybrid.
         assert_eq!(schedule(1152, 8192, 4096).mode, StreamKMode::Hybrid);
-        // 344 tiles, waves 87 % full: data-parallel (the hybrid measured slower there) ...
+        // 344 tiles: two full waves and 80 tiles, which only split unevenly: data-parallel.
         assert_eq!(schedule(1024, 11008, 4096).mode, StreamKMode::DataParallel);
-        // ... 544 tiles, 82 %: hybrid (it measured faster there).
+        // 4096² with K = 14336: 116 tail tiles, the same (a straddling tail measured 15 % slower).
+        assert_eq!(schedule(4096, 4096, 14336).mode, StreamKMode::DataParallel);
+        // M = 1024, N = 14336: 448 tiles, the 52 left over split two ways.
+        assert_eq!(schedule(1024, 14336, 4096).mode, StreamKMode::Hybrid);
+        // 544 tiles: four full waves and 16 tiles, split four ways.
         assert_eq!(schedule(2176, 8192, 4096).mode, StreamKMode::Hybrid);
         // Too little K to split: data-parallel whatever the waves.
         assert_eq!(schedule(1152, 8192, 128).mode, StreamKMode::DataParallel);
         // Less than a wave but a short K loop: the fix-up would cost more than splitting saves.
         let short_k = GemmSchedule { mode: StreamKMode::DataParallel, grid: 16, raster_group: 1 };
         assert_eq!(schedule(128, 4096, 1024), short_k);
-        // K = 2048: three CTAs per tile.
-        assert_eq!(schedule(128, 4096, 2048).grid, 48);
+        // K = 2048: two CTAs per tile.
+        assert_eq!(schedule(128, 4096, 2048).grid, 32);
     }
 
     #[test]

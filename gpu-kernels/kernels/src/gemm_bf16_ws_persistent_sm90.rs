@@ -2,9 +2,9 @@
 //!
 //! Algorithm: a persistent grid of one CTA per SM works through 128 × 256 tiles of D in a
 //! grouped (L2-friendly) order. The schedule (`logic::schedule::stream_k`, chosen per launch by
-//! the host) is data-parallel — whole tiles round robin — or stream-K / hybrid, where the last
-//! waves' K loops are split evenly over all CTAs and the CTAs sharing a tile combine their
-//! partial sums through [`crate::gemm_stream_k`]. A and B are K-major (A: M × K, B: N × K),
+//! the host) is data-parallel — whole tiles round robin — or stream-K / hybrid, where the
+//! last, partial wave's K loops are split evenly over the CTAs and the CTAs sharing a tile
+//! combine their partial sums through [`crate::gemm_stream_k`]. A and B are K-major (A: M × K, B: N × K),
 //! read by TMA in 64-wide K slices into a 3-stage shared-memory ring under 128-byte swizzle;
 //! out-of-bounds boxes are zero-filled, so ragged M, N and K need no padding.
 //!
@@ -180,7 +180,7 @@ where
             UnitRole::Whole => {}
             UnitRole::Partial => {
                 // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
-                // first); `acc` was waited for above.
+                // first stream-K unit); `acc` was waited for above.
                 unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
                 index += 1;
                 continue;

@@ -8,8 +8,9 @@
 //! are needed, because the finalising warpgroup holds the same fragment of the tile), then
 //! raises its flag. The `Finalize` unit's warpgroup waits for every contributor's flag and
 //! clears it (so every flag is zero again when the kernel ends), then adds the slots into its
-//! registers in contributor order, which makes the sum deterministic. Contributors never wait and
-//! each publishes at most once (its first unit), so every wait ends once the grid is resident.
+//! registers in contributor order, which makes the sum deterministic. A CTA publishes at most
+//! once, in its first stream-K unit, before any wait of its own, so every wait ends once the
+//! grid is resident.
 
 use warpforge_dsl::abi::GemmParams;
 use warpforge_dsl::abi::gemm_sm90::{FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS};

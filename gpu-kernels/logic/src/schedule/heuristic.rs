@@ -4,24 +4,18 @@
 //! GPU runs at once (SMs, or clusters), and how long each tile's K loop is. The rule, in order:
 //! 1. Tiles of uneven cost ([`TileCost::Varying`]) → [`Scheduler::Dynamic`]: only run-time
 //!    claiming balances work that is not known in advance.
-//! 2. Data-parallel waves are efficient enough (the last wave fills the machine to at least
-//!    [`DP_MIN_WAVE_EFFICIENCY_PERCENT`] of all wave slots), or a tile has fewer than
-//!    [`STREAM_K_MIN_K_ITERS`] iterations to split → data-parallel: [`Scheduler::Static`] when
-//!    the whole grid runs in one wave (order cannot matter for L2), otherwise
-//!    [`Scheduler::Swizzled`], banded across the longer side of the grid.
-//! 3. Otherwise stream-K: [`StreamKMode::Pure`] when there is less than one wave of tiles, the
-//!    [`StreamKMode::Hybrid`] when there are full waves to keep data-parallel. If the stream-K
-//!    iteration space would not fit `u32`, fall back to data-parallel. How many CTAs share a
-//!    tile in pure mode is [`pure_stream_k_grid`]'s cost model (one means data-parallel).
+//! 2. Stream-K for the partial last wave when it pays: the tiles of that wave (all tiles when
+//!    there is less than one wave) are split over more workers only if [`pure_stream_k_grid`]'s
+//!    cost model — the longest worker's iterations plus the measured fix-up — beats keeping
+//!    them whole. Then [`StreamKMode::Pure`] when there is less than one wave of tiles, the
+//!    [`StreamKMode::Hybrid`] (full waves data-parallel, the last one streamed) otherwise.
+//! 3. Otherwise (full waves, a split that does not pay, fewer than [`STREAM_K_MIN_K_ITERS`]
+//!    iterations, or a stream-K iteration space beyond `u32`) data-parallel:
+//!    [`Scheduler::Static`] when the whole grid runs in one wave (order cannot matter for L2),
+//!    otherwise [`Scheduler::Swizzled`], banded across the longer side of the grid.
 
 use super::stream_k::{StreamKMode, StreamKScheduler};
 use super::swizzled::Raster;
-
-/// Data-parallel is kept while `tiles / (waves · workers)` is at least this many percent:
-/// above it, the idle tail costs less than stream-K's extra units and fix-up. Measured with the
-/// sm_90 GEMM on the H200 (docs/PERF.md, 2026-12-01): the hybrid won at 73 % and 82 % wave
-/// efficiency (1152 and 2176 × 8192 × 4096) and lost at 85–87 % (M = 1024 projections).
-pub const DP_MIN_WAVE_EFFICIENCY_PERCENT: u64 = 84;
 
 /// Splitting a K loop shorter than this costs more in partial-tile traffic than it saves.
 pub const STREAM_K_MIN_K_ITERS: u32 = 4;
@@ -34,12 +28,35 @@ pub const STREAM_K_FIRST_PARTIAL_ITERS: u64 = 10;
 /// Each further CTA on the same tile: about 2.5 µs more (same sweep).
 pub const STREAM_K_NEXT_PARTIAL_ITERS: u64 = 4;
 
+/// Most workers one tile's K loop is split over: beyond four, the extra workers only compete
+/// for DRAM while the fix-up grows (measured at M = 128 on the H200: eight per tile was slower
+/// than four for K ≤ 14336).
+pub const STREAM_K_MAX_SPLITS: u32 = 4;
+
 /// Grid for pure stream-K (fewer tiles than workers): `tiles · s` CTAs (at most `workers`) for
 /// the `s` in `1..=max_splits` that minimises the modelled time, the most iterations any CTA
 /// runs plus the fix-up of up to `⌈grid / tiles⌉` CTAs per tile ([`STREAM_K_FIRST_PARTIAL_ITERS`],
-/// [`STREAM_K_NEXT_PARTIAL_ITERS`]); ties go to fewer CTAs. A result equal to `tiles` means
-/// splitting does not pay: run the tiles data-parallel.
+/// [`STREAM_K_NEXT_PARTIAL_ITERS`]); ties go to fewer CTAs. Below the worker count only splits
+/// that divide the K loop evenly are considered (an uneven one makes ranges straddle tiles,
+/// so some workers pay two fix-ups: measured slower); the whole GPU is allowed even when its
+/// ranges straddle (measured no worse at M = 128). A result equal to `tiles` means splitting
+/// does not pay: run the tiles data-parallel.
 pub const fn pure_stream_k_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits: u32) -> u32 {
+    split_grid(tiles, k_iters_per_tile, workers, max_splits, true)
+}
+
+/// Workers for the stream-K tail of the hybrid (the `tiles` of the partial last wave, after
+/// full data-parallel waves): as [`pure_stream_k_grid`], but only with even splits. A tail whose
+/// ranges straddle tiles has its workers reading scattered K offsets of many tiles at once; on
+/// the H200 that measured up to 15 % slower than data-parallel (4096 × 4096 × 14336, 116 tail
+/// tiles on 132 SMs; docs/PERF.md).
+pub const fn tail_stream_k_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits: u32) -> u32 {
+    split_grid(tiles, k_iters_per_tile, workers, max_splits, false)
+}
+
+/// The model behind [`pure_stream_k_grid`] and [`tail_stream_k_grid`]; `straddle` admits the
+/// worker-bound grid whose ranges cross tile boundaries.
+const fn split_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits: u32, straddle: bool) -> u32 {
     let tiles = if tiles == 0 { 1 } else { tiles as u64 };
     let workers = if workers == 0 { 1 } else { workers as u64 };
     let iters = tiles * k_iters_per_tile as u64;
@@ -47,12 +64,14 @@ pub const fn pure_stream_k_grid(tiles: u32, k_iters_per_tile: u32, workers: u32,
     let mut s = 1;
     while s <= max_splits as u64 {
         let grid = if tiles * s < workers { tiles * s } else { workers };
+        let even = tiles * s <= workers && k_iters_per_tile as u64 % s == 0;
+        if s > 1 && !even && !(straddle && grid == workers) {
+            s += 1;
+            continue;
+        }
         let sharing = grid.div_ceil(tiles);
-        let fix_up = if sharing <= 1 {
-            0
-        } else {
-            STREAM_K_FIRST_PARTIAL_ITERS + STREAM_K_NEXT_PARTIAL_ITERS * (sharing - 2)
-        };
+        let fix_up =
+            if sharing <= 1 { 0 } else { STREAM_K_FIRST_PARTIAL_ITERS + STREAM_K_NEXT_PARTIAL_ITERS * (sharing - 2) };
         let cost = iters.div_ceil(grid) + fix_up;
         if cost < best.0 {
             best = (cost, grid);
@@ -121,13 +140,22 @@ pub const fn choose_scheduler(
     }
     // u64: a u32 × u32 product cannot overflow it.
     let tiles = tiles_m as u64 * tiles_n as u64;
-    let waves = tiles.div_ceil(workers as u64);
-    let efficient = tiles * 100 >= DP_MIN_WAVE_EFFICIENCY_PERCENT * waves * workers as u64;
     let data_parallel = if tiles <= workers as u64 { Scheduler::Static } else { Scheduler::Swizzled { group, raster } };
-    if efficient || k_iters_per_tile < STREAM_K_MIN_K_ITERS || tiles > u32::MAX as u64 {
+    let last_wave = tiles % workers as u64;
+    if last_wave == 0 || k_iters_per_tile < STREAM_K_MIN_K_ITERS || tiles > u32::MAX as u64 {
+        return data_parallel;
+    }
+    // last_wave < workers fits u32.
+    let split = if tiles < workers as u64 {
+        pure_stream_k_grid(last_wave as u32, k_iters_per_tile, workers, STREAM_K_MAX_SPLITS)
+    } else {
+        tail_stream_k_grid(last_wave as u32, k_iters_per_tile, workers, STREAM_K_MAX_SPLITS)
+    };
+    if split as u64 == last_wave {
         return data_parallel;
     }
     let mode = if tiles < workers as u64 { StreamKMode::Pure } else { StreamKMode::Hybrid };
+    // The hybrid splits its tail with the same model (`StreamKScheduler::try_new`).
     match StreamKScheduler::try_new(tiles as u32, k_iters_per_tile, workers, mode) {
         Some(_) => Scheduler::StreamK(mode),
         None => data_parallel,
@@ -151,16 +179,22 @@ mod tests {
 
     #[test]
     fn choices_on_an_h200() {
-        // 256 tiles = 2 waves at 97 %: data-parallel, banded along M of a square grid.
+        // 256 tiles = 2 waves at 97 %: splitting the last 124 tiles does not pay; data-parallel,
+        // banded along M of a square grid.
         check(16, 16, 64, Scheduler::Swizzled { group: 8, raster: Raster::AlongM });
-        // Tall grid: bands across N.
-        check(64, 4, 64, Scheduler::Swizzled { group: 4, raster: Raster::AlongN });
+        // Tall grid, 4 full waves: bands across N.
+        check(132, 4, 64, Scheduler::Swizzled { group: 4, raster: Raster::AlongN });
         // 128 tiles in one wave at 97 %: order is irrelevant.
         check(8, 16, 64, Scheduler::Static);
         // 100 tiles, one wave at 76 %: split K over all SMs.
         check(10, 10, 64, Scheduler::StreamK(StreamKMode::Pure));
         // 144 tiles = one full wave + 12: hybrid.
         check(12, 12, 64, Scheduler::StreamK(StreamKMode::Hybrid));
+        // 288 tiles (1152 × 8192): two full waves and 24 tiles, split four ways.
+        check(9, 32, 64, Scheduler::StreamK(StreamKMode::Hybrid));
+        // 344 tiles (M = 1024, N = 11008): two full waves and 80 tiles, which would only split
+        // unevenly over the 132 SMs: data-parallel.
+        check(8, 43, 64, Scheduler::Swizzled { group: 8, raster: Raster::AlongM });
         // Same shapes with a K loop too short to split stay data-parallel.
         check(10, 10, 2, Scheduler::Static);
         check(12, 12, 3, Scheduler::Swizzled { group: 8, raster: Raster::AlongM });
@@ -172,14 +206,20 @@ mod tests {
         // K = 256 (4 iterations) and K = 1024 (16): the fix-up costs more than it saves.
         assert_eq!(pure_stream_k_grid(16, 4, H200_SMS, 4), 16);
         assert_eq!(pure_stream_k_grid(16, 16, H200_SMS, 4), 16);
-        // K = 2048 (32): three CTAs per tile; K = 4096 (64): four (the measured best).
-        assert_eq!(pure_stream_k_grid(16, 32, H200_SMS, 4), 48);
+        // K = 2048 (32): two CTAs per tile (three would straddle tiles, four ties with two);
+        // K = 4096 (64): four (the measured best).
+        assert_eq!(pure_stream_k_grid(16, 32, H200_SMS, 4), 32);
         assert_eq!(pure_stream_k_grid(16, 64, H200_SMS, 4), 64);
         // 100 tiles: the grid is the whole GPU when splitting pays.
         assert_eq!(pure_stream_k_grid(100, 64, H200_SMS, 4), H200_SMS);
         assert_eq!(pure_stream_k_grid(100, 8, H200_SMS, 4), 100);
         // Degenerate inputs stay valid.
         assert_eq!(pure_stream_k_grid(0, 0, 0, 0), 1);
+        // The hybrid's tail splits only evenly: 116 tiles (4096² with K = 11008) would need the
+        // straddling whole-GPU grid, which the pure model accepts and the tail model refuses.
+        assert_eq!(pure_stream_k_grid(116, 172, H200_SMS, 4), H200_SMS);
+        assert_eq!(tail_stream_k_grid(116, 172, H200_SMS, 4), 116);
+        assert_eq!(tail_stream_k_grid(24, 64, H200_SMS, 4), 96);
     }
 
     #[test]

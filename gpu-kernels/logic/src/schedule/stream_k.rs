@@ -8,31 +8,36 @@
 //!
 //! # Work units and fix-up
 //! A worker's range is cut at tile boundaries into [`WorkUnit`]s, visited in increasing
-//! iteration order. Its first unit may start inside a tile ([`UnitRole::Partial`]: write the
-//! partial accumulator to this worker's workspace slot and raise its flag); its last unit may
-//! end inside one ([`UnitRole::Finalize`]: it holds iteration 0 of that tile, waits for the
+//! iteration order. Its first stream-K unit may start inside a tile ([`UnitRole::Partial`]:
+//! write the partial accumulator to this worker's workspace slot and raise its flag); its last
+//! may end inside one ([`UnitRole::Finalize`]: it holds iteration 0 of that tile, waits for the
 //! flags of workers `finalizer + 1 ..= last` from [`StreamKScheduler::contributors`], adds
 //! their partials in that order, which makes the result deterministic, and stores the tile);
 //! the units between are whole tiles. The finaliser is the worker holding iteration 0 because
 //! it reaches that tile at the very end of its range, while the contributors reach it at the
-//! start of theirs: by the time it waits, the partials are long written. Every worker has at
-//! most one `Partial` unit, so the workspace is one tile of accumulators per worker.
+//! start of theirs: by the time it waits, the partials are written. Every worker has at most
+//! one `Partial` unit, so the workspace is one tile of accumulators per worker.
 //!
 //! # Hybrid rule
-//! Pure stream-K pays a fix-up on up to `W` tiles even when most waves are full. The hybrid
-//! ([`StreamKMode::Hybrid`]) follows the paper's "data-parallel + two-tile stream-K": with
-//! `T = q·W + r`,
+//! Pure stream-K pays a fix-up on every tile even when most waves are full. The hybrid
+//! ([`StreamKMode::Hybrid`]) keeps the full waves data-parallel and streams only the last,
+//! partial one: with `T = q·W + r`,
 //! - `r = 0`: every wave is full, all tiles are data-parallel (no fix-up at all);
-//! - `q = 0`: less than one wave, all tiles are stream-K;
-//! - otherwise the last full wave and the partial wave, `W + r` tiles, are stream-K and the
-//!   first `(q − 1)·W` tiles are data-parallel. Each worker then gets between one and two
-//!   tiles of stream-K work: at least a full tile's iterations to amortise its fix-up, so a
-//!   tile is split between at most two workers (one partial, one finaliser).
+//! - `q = 0`: less than one wave, all tiles are stream-K (as [`StreamKMode::Pure`]);
+//! - otherwise the first `q·W` tiles are data-parallel, `q` per worker, and the last `r` are
+//!   stream-K over the first `g` workers, `g` from [`super::heuristic::tail_stream_k_grid`]
+//!   (an even split of each tile over more workers shortens the tail but adds fix-up; `g = r`
+//!   keeps the tail whole).
 //!
-//! Each worker runs its stream-K units first, then its data-parallel tiles round robin, so
-//! every worker starts its stream-K range at the same moment and the fix-up waits are short.
-//! Tile indices are positions in a [`super::swizzled::Rasterization`]; stream-K tiles are
-//! `0..sk_tiles`, data-parallel ones `sk_tiles..T`.
+//! Each worker runs its data-parallel tiles first, then its stream-K units: every worker
+//! reaches the tail at the same moment, and while the tail runs, all of its workers read the
+//! same few tiles' operands. (Streaming the last full wave too, the paper's "two-tile" hybrid,
+//! was measured on the H200 to lose to plain data-parallel at long K: its workers read
+//! scattered K offsets of many tiles at once and miss in L2; docs/PERF.md.)
+//! Data-parallel tiles are `0..T − r`, stream-K tiles `T − r..T`, positions in a
+//! [`super::swizzled::Rasterization`].
+
+use super::heuristic::{STREAM_K_MAX_SPLITS, tail_stream_k_grid};
 
 /// Pure stream-K, the hybrid (see the module doc for the hybrid rule), or no stream-K at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -42,7 +47,7 @@ pub enum StreamKMode {
     DataParallel,
     /// All tiles stream-K.
     Pure,
-    /// Data-parallel full waves, stream-K for the last full wave plus the partial wave.
+    /// Data-parallel full waves, stream-K for the partial last wave.
     Hybrid,
 }
 
@@ -98,9 +103,11 @@ pub struct StreamKScheduler {
     tiles: u32,
     k_iters: u32,
     workers: u32,
-    /// Tiles `0..sk_tiles` are stream-K, the rest data-parallel.
+    /// Tiles `tiles − sk_tiles..tiles` are stream-K, the rest data-parallel.
     sk_tiles: u32,
-    /// Every worker gets `sk_base` stream-K iterations, the first `sk_extra` one more.
+    /// Workers `0..sk_workers` share the stream-K iterations.
+    sk_workers: u32,
+    /// Every stream-K worker gets `sk_base` iterations, the first `sk_extra` one more.
     sk_base: u32,
     sk_extra: u32,
 }
@@ -112,18 +119,17 @@ impl StreamKScheduler {
     pub const fn try_new(tiles: u32, k_iters_per_tile: u32, workers: u32, mode: StreamKMode) -> Option<Self> {
         let workers = if workers == 0 { 1 } else { workers };
         let k_iters = if k_iters_per_tile == 0 { 1 } else { k_iters_per_tile };
-        let sk_tiles = match mode {
-            StreamKMode::DataParallel => 0,
-            StreamKMode::Pure => tiles,
+        let (sk_tiles, sk_workers) = match mode {
+            StreamKMode::DataParallel => (0, workers),
+            StreamKMode::Pure => (tiles, workers),
             StreamKMode::Hybrid => {
                 let (full_waves, rest) = (tiles / workers, tiles % workers);
                 if rest == 0 {
-                    0
+                    (0, workers)
                 } else if full_waves == 0 {
-                    tiles
+                    (tiles, workers)
                 } else {
-                    // workers + rest ≤ tiles, so no overflow.
-                    workers + rest
+                    (rest, tail_stream_k_grid(rest, k_iters, workers, STREAM_K_MAX_SPLITS))
                 }
             }
         };
@@ -136,8 +142,9 @@ impl StreamKScheduler {
             k_iters,
             workers,
             sk_tiles,
-            sk_base: sk_iters / workers,
-            sk_extra: sk_iters % workers,
+            sk_workers,
+            sk_base: sk_iters / sk_workers,
+            sk_extra: sk_iters % sk_workers,
         })
     }
 
@@ -162,14 +169,24 @@ impl StreamKScheduler {
         self.k_iters
     }
 
-    /// Number of stream-K tiles (`0..stream_k_tiles()`); the rest are data-parallel.
+    /// Number of stream-K tiles (the last `stream_k_tiles()`); the rest are data-parallel.
     pub const fn stream_k_tiles(&self) -> u32 {
         self.sk_tiles
     }
 
-    /// Global stream-K iteration where `worker`'s range begins (`workers` gives the end of all).
+    /// Number of workers sharing the stream-K tiles (`0..stream_k_workers()`).
+    pub const fn stream_k_workers(&self) -> u32 {
+        self.sk_workers
+    }
+
+    /// First stream-K tile.
+    const fn sk_first_tile(&self) -> u32 {
+        self.tiles - self.sk_tiles
+    }
+
+    /// Global stream-K iteration where `worker`'s range begins (`sk_workers` gives the end).
     const fn sk_begin(&self, worker: u32) -> u32 {
-        let w = if worker > self.workers { self.workers } else { worker };
+        let w = if worker > self.sk_workers { self.sk_workers } else { worker };
         let extra = if w < self.sk_extra { w } else { self.sk_extra };
         // w·sk_base + extra ≤ sk_iters ≤ u32::MAX.
         w * self.sk_base + extra
@@ -196,7 +213,7 @@ impl StreamKScheduler {
 
     /// Number of data-parallel tiles of `worker`.
     const fn dp_tiles_of(&self, worker: u32) -> u32 {
-        let dp = self.tiles - self.sk_tiles;
+        let dp = self.sk_first_tile();
         if worker >= dp { 0 } else { (dp - worker).div_ceil(self.workers) }
     }
 
@@ -205,7 +222,8 @@ impl StreamKScheduler {
         if worker >= self.workers {
             return 0;
         }
-        self.sk_units_of(worker) + self.dp_tiles_of(worker)
+        let sk_units = if worker < self.sk_workers { self.sk_units_of(worker) } else { 0 };
+        sk_units + self.dp_tiles_of(worker)
     }
 
     /// The `index`-th unit of `worker`, or `None` once it is done.
@@ -213,12 +231,21 @@ impl StreamKScheduler {
         if worker >= self.workers {
             return None;
         }
-        let sk_units = self.sk_units_of(worker);
-        if index < sk_units {
+        let dp_tiles = self.dp_tiles_of(worker);
+        if index < dp_tiles {
+            // index·workers + worker < tiles − sk_tiles: no overflow.
+            let tile = index * self.workers + worker;
+            return Some(WorkUnit { tile, k_begin: 0, k_end: self.k_iters, role: UnitRole::Whole });
+        }
+        let index = index - dp_tiles;
+        if worker >= self.sk_workers || index >= self.sk_units_of(worker) {
+            return None;
+        }
+        {
             let (begin, end) = self.stream_k_range(worker);
-            let tile = begin / self.k_iters + index;
-            // tile < sk_tiles, so tile_start + k_iters ≤ sk_iters fits u32.
-            let tile_start = tile * self.k_iters;
+            let sk_tile = begin / self.k_iters + index;
+            // sk_tile < sk_tiles, so tile_start + k_iters ≤ sk_iters fits u32.
+            let tile_start = sk_tile * self.k_iters;
             let first = if begin > tile_start { begin } else { tile_start };
             let tile_end = tile_start + self.k_iters;
             let last = if end < tile_end { end } else { tile_end };
@@ -230,15 +257,8 @@ impl StreamKScheduler {
             } else {
                 UnitRole::Whole
             };
-            return Some(WorkUnit { tile, k_begin, k_end, role });
+            Some(WorkUnit { tile: self.sk_first_tile() + sk_tile, k_begin, k_end, role })
         }
-        let turn = index - sk_units;
-        if turn >= self.dp_tiles_of(worker) {
-            return None;
-        }
-        // turn·workers + worker < tiles − sk_tiles: no overflow.
-        let tile = self.sk_tiles + turn * self.workers + worker;
-        Some(WorkUnit { tile, k_begin: 0, k_end: self.k_iters, role: UnitRole::Whole })
     }
 
     /// The workers that compute part of `tile`, as an inclusive range `first..=last`; `first`
@@ -248,11 +268,11 @@ impl StreamKScheduler {
         if tile >= self.tiles {
             return None;
         }
-        if tile >= self.sk_tiles {
-            let owner = (tile - self.sk_tiles) % self.workers;
+        if tile < self.sk_first_tile() {
+            let owner = tile % self.workers;
             return Some((owner, owner));
         }
-        let start = tile * self.k_iters;
+        let start = (tile - self.sk_first_tile()) * self.k_iters;
         Some((self.sk_owner(start), self.sk_owner(start + self.k_iters - 1)))
     }
 
@@ -304,16 +324,14 @@ mod tests {
                     UnitRole::Finalize => {
                         assert_eq!(s.finalizer(u.tile), Some(w));
                         assert!(last > w && u.k_end < k);
-                        // The finalise unit is the worker's last stream-K one: only
-                        // data-parallel tiles may follow it.
-                        if let Some(next) = s.unit(w, i + 1) {
-                            assert!(next.tile >= s.stream_k_tiles(), "{next:?} after {u:?}");
-                        }
+                        // The finalise unit is the worker's last one.
+                        assert_eq!(s.unit(w, i + 1), None, "a unit after {u:?}");
                     }
                     UnitRole::Partial => {
                         partials += 1;
                         assert!(first < w);
-                        assert_eq!(i, 0, "a partial unit is the worker's first");
+                        // Its first stream-K unit: only data-parallel tiles precede it.
+                        assert!(i == 0 || s.unit(w, i - 1).unwrap().tile < s.tile_count() - s.stream_k_tiles());
                     }
                 }
                 if matches!(u.role, UnitRole::Whole | UnitRole::Finalize) {
@@ -348,10 +366,13 @@ mod tests {
             let load = check(&s, workers);
             let total: u64 = load.iter().map(|&l| u64::from(l)).sum();
             prop_assert_eq!(total, u64::from(tiles) * u64::from(k));
-            let (lo, hi) = (total / u64::from(workers), total.div_ceil(u64::from(workers)));
+            // Every worker has the same number of data-parallel tiles, and the stream-K
+            // workers' shares differ by at most one iteration.
+            let dp = u64::from(tiles - s.stream_k_tiles()) / u64::from(workers) * u64::from(k);
+            let sk = u64::from(s.stream_k_tiles()) * u64::from(k);
+            let g = u64::from(s.stream_k_workers());
             for (w, &l) in load.iter().enumerate() {
-                // Hybrid: every worker has the same number of data-parallel tiles, so it keeps
-                // the stream-K balance.
+                let (lo, hi) = if (w as u64) < g { (dp + sk / g, dp + sk.div_ceil(g)) } else { (dp, dp) };
                 prop_assert!((lo..=hi).contains(&u64::from(l)), "worker {} load {} not in {}..={}", w, l, lo, hi);
             }
         }
@@ -371,19 +392,21 @@ mod tests {
         }
 
         #[test]
-        fn hybrid_splits_at_most_two_waves(tiles in 1u32..2000, k in 1u32..16, workers in 1u32..300) {
+        fn hybrid_streams_only_the_partial_last_wave(tiles in 1u32..2000, k in 1u32..80, workers in 1u32..300) {
             let s = StreamKScheduler::new(tiles, k, workers, StreamKMode::Hybrid);
-            let expected = match (tiles / workers, tiles % workers) {
+            let (full_waves, rest) = (tiles / workers, tiles % workers);
+            let expected = match (full_waves, rest) {
                 (_, 0) => 0,
                 (0, _) => tiles,
-                (_, r) => workers + r,
+                (_, r) => r,
             };
             prop_assert_eq!(s.stream_k_tiles(), expected);
-            prop_assert!(s.stream_k_tiles() < 2 * workers);
-            if tiles >= workers {
+            if full_waves > 0 && rest > 0 {
+                prop_assert_eq!(s.stream_k_workers(), tail_stream_k_grid(rest, k, workers, STREAM_K_MAX_SPLITS));
                 for tile in 0..tiles {
                     let (first, last) = s.contributors(tile).unwrap();
-                    prop_assert!(last - first <= 1, "tile {} split over workers {}..={}", tile, first, last);
+                    // At most the split bound of workers per tile (+1 where ranges straddle).
+                    prop_assert!(last - first <= STREAM_K_MAX_SPLITS, "tile {} split over {}..={}", tile, first, last);
                 }
             }
         }
@@ -416,9 +439,22 @@ mod tests {
     }
 
     #[test]
+    fn the_hybrid_tail_on_an_h200() {
+        // 288 tiles (1152 × 8192) on 132: two full waves, then 24 tiles split four ways over
+        // 96 workers, each after its two data-parallel tiles.
+        let s = StreamKScheduler::new(288, 64, 132, StreamKMode::Hybrid);
+        assert_eq!((s.stream_k_tiles(), s.stream_k_workers()), (24, 96));
+        assert_eq!(s.unit(0, 1), Some(WorkUnit { tile: 132, k_begin: 0, k_end: 64, role: UnitRole::Whole }));
+        assert_eq!(s.unit(0, 2), Some(WorkUnit { tile: 264, k_begin: 0, k_end: 16, role: UnitRole::Finalize }));
+        assert_eq!(s.unit(1, 2), Some(WorkUnit { tile: 264, k_begin: 16, k_end: 32, role: UnitRole::Partial }));
+        assert_eq!(s.contributors(264), Some((0, 3)));
+        assert_eq!(s.unit(100, 2), None);
+    }
+
+    #[test]
     fn iteration_space_overflow_is_refused() {
         assert_eq!(StreamKScheduler::try_new(1 << 20, 1 << 12, 132, StreamKMode::Pure), None);
-        // The hybrid only needs the last two waves in u32.
+        // The hybrid only needs the last wave in u32.
         assert!(StreamKScheduler::try_new(1 << 20, 1 << 12, 132, StreamKMode::Hybrid).is_some());
     }
 }
