@@ -35,7 +35,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         a.sm_count,
         a.l2_bytes >> 20
     );
+    let loading = std::time::Instant::now();
     let wf = Warpforge::new(&device)?;
+    println!(
+        "loaded the {} module from its {:?} in {:.2} s",
+        wf.module().arch().name(),
+        wf.module().image(),
+        loading.elapsed().as_secs_f64()
+    );
     let stream = device.stream();
 
     let n = 1 << 20;

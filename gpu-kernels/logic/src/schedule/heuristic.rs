@@ -64,7 +64,7 @@ const fn split_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits:
     let mut s = 1;
     while s <= max_splits as u64 {
         let grid = if tiles * s < workers { tiles * s } else { workers };
-        let even = tiles * s <= workers && k_iters_per_tile as u64 % s == 0;
+        let even = tiles * s <= workers && (k_iters_per_tile as u64).is_multiple_of(s);
         if s > 1 && !even && !(straddle && grid == workers) {
             s += 1;
             continue;
