@@ -42,8 +42,9 @@ fn shapes(quick: bool, probe: bool) -> Vec<Shape> {
     if probe {
         // Time against K at fixed M × N: the slope is the per-K-slice cost, the intercept the
         // fixed cost (launch, pipeline fill, fix-up, epilogue) of one call. One shape per
-        // schedule: pure stream-K, data-parallel (87 % full waves), hybrid (73 %).
-        for (m, n) in [(128, 4096), (1024, 11008), (1152, 8192)] {
+        // schedule: pure stream-K, data-parallel (87 % full waves), hybrid (73 %), and a square
+        // (data-parallel, four tiles per CTA: the intercept holds four tile boundaries).
+        for (m, n) in [(128, 4096), (1024, 11008), (1152, 8192), (4096, 4096)] {
             for k in [256, 512, 1024, 2048, 4096, 8192, 16384] {
                 s.push(Shape { group: "probe", m, n, k });
             }

@@ -31,18 +31,21 @@ pub mod gemm_sm90 {
     pub const BLOCK_N: u32 = 256;
     /// K per pipeline stage.
     pub const BLOCK_K: u32 = 64;
-    /// Pipeline depth (three 48 KiB stages leave room for the epilogue's staging tiles).
-    pub const STAGES: u32 = 3;
+    /// Pipeline depth: four 48 KiB stages, with the epilogue staged in column passes to fit.
+    pub const STAGES: u32 = 4;
     /// Threads per CTA: one producer warpgroup and two consumer warpgroups.
     pub const THREADS: u32 = 384;
     /// Rows of A per TMA box (one consumer warpgroup's share of the tile).
     pub const A_BOX_ROWS: u32 = 64;
     /// Columns of D per TMA store box (128 bytes of a 16-bit output: one swizzle span).
     pub const STORE_BOX_COLS: u32 = 64;
-    /// Dynamic shared memory: the operand ring, the 16-bit output staging tile (BLOCK_M ×
-    /// BLOCK_N), the ring's barriers, and alignment slack.
+    /// Columns of D the epilogue stages per pass (the tile's BLOCK_N columns take
+    /// `BLOCK_N / EPILOGUE_COLS` passes through one staging block per consumer warpgroup).
+    pub const EPILOGUE_COLS: u32 = 128;
+    /// Dynamic shared memory: the operand ring, the 16-bit output staging (BLOCK_M ×
+    /// EPILOGUE_COLS), the ring's barriers, and alignment slack.
     pub const SMEM_BYTES: u32 =
-        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * BLOCK_N * 2 + 2 * STAGES * 8 + 1024;
+        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * EPILOGUE_COLS * 2 + 2 * STAGES * 8 + 1024;
     /// Consumer warpgroups per CTA (each owns `BLOCK_M / 2` rows of the tile).
     pub const CONSUMERS: u32 = 2;
     /// Stream-K flags per CTA: one per consumer warpgroup.

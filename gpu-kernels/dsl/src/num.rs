@@ -37,6 +37,13 @@ impl Bf16 {
         // SAFETY: conversion instruction.
         Bf16(unsafe { cvt::cvt_rn_bf16_f32(f) })
     }
+    /// Rounds two values into one 32-bit word (`lo` in the low half, the lower address in
+    /// memory), with one conversion instruction.
+    #[inline(always)]
+    pub fn pack2(lo: f32, hi: f32) -> u32 {
+        // SAFETY: conversion instruction.
+        unsafe { cvt::cvt_rn_bf16x2_f32(hi, lo) }
+    }
 }
 
 impl F16 {
@@ -51,5 +58,11 @@ impl F16 {
     pub fn from_f32(f: f32) -> Self {
         // SAFETY: conversion instruction.
         F16(unsafe { cvt::cvt_rn_f16_f32(f) })
+    }
+    /// Rounds two values into one 32-bit word (`lo` in the low half), as [`Bf16::pack2`].
+    #[inline(always)]
+    pub fn pack2(lo: f32, hi: f32) -> u32 {
+        // SAFETY: conversion instruction.
+        unsafe { cvt::cvt_rn_f16x2_f32(hi, lo) }
     }
 }

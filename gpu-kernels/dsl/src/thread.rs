@@ -63,6 +63,15 @@ pub fn thread_rank_in_place() -> u32 {
     (t.z * d.y + t.y) * d.x + x
 }
 
+/// `blockIdx.x`, read where it is called: what a persistent kernel derives from it per work
+/// unit (schedule decoding, divisions included) is recomputed per unit instead of being hoisted
+/// out of the unit loop and kept live, or spilled, across the main loop.
+#[inline(always)]
+pub fn block_idx_x_in_place() -> u32 {
+    // SAFETY: special-register reads have no preconditions on the device.
+    unsafe { sreg::ctaid_x_in_place() }
+}
+
 /// Linear block index inside the grid.
 #[inline(always)]
 pub fn block_rank() -> u32 {

@@ -4,6 +4,7 @@
 //! that is a convergence requirement no type can express, hence `unsafe`.
 
 use crate::ptx::warp as raw;
+use crate::ptx::warpgroup as matrix;
 
 const FULL: u32 = 0xffff_ffff;
 
@@ -105,4 +106,19 @@ pub struct Elected(());
 pub unsafe fn elect_one() -> Option<Elected> {
     // SAFETY: forwarded.
     if unsafe { raw::elect_sync(FULL) } { Some(Elected(())) } else { None }
+}
+
+/// Stores four 8 × 8 matrices of 16-bit elements to shared memory with one instruction: lane
+/// `l` supplies the address of row `l % 8` of matrix `l / 8` (16 contiguous bytes), and
+/// `words[m]` holds lane `l`'s pair of matrix `m` (row `l / 4`, columns `2·(l % 4)` and
+/// `2·(l % 4) + 1`, the lower column in the low half) — the wgmma accumulator order of one 8 × 8
+/// slab, so four accumulator pairs of a 16 × 16 block go out together.
+///
+/// # Safety
+/// All 32 lanes call this together; every lane's `row_addr` is a 16-byte-aligned shared-window
+/// address of 16 bytes that nothing else accesses meanwhile.
+#[inline(always)]
+pub unsafe fn store_matrices_x4(row_addr: u32, words: [u32; 4]) {
+    // SAFETY: forwarded.
+    unsafe { matrix::stmatrix_x4(row_addr, words[0], words[1], words[2], words[3]) }
 }

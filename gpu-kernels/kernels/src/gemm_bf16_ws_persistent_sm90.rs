@@ -5,7 +5,7 @@
 //! the host) is data-parallel — whole tiles round robin — or stream-K / hybrid, where the
 //! last, partial wave's K loops are split evenly over the CTAs and the CTAs sharing a tile
 //! combine their partial sums through [`crate::gemm_stream_k`]. A and B are K-major (A: M × K, B: N × K),
-//! read by TMA in 64-wide K slices into a 3-stage shared-memory ring under 128-byte swizzle;
+//! read by TMA in 64-wide K slices into a 4-stage shared-memory ring under 128-byte swizzle;
 //! out-of-bounds boxes are zero-filled, so ragged M, N and K need no padding.
 //!
 //! Warp roles (384 threads):
@@ -17,10 +17,13 @@
 //!   writes its half of the tile through shared memory and TMA stores (direct stores when D
 //!   cannot be written by TMA), overlapping the stores with the next tile's main loop.
 //!
-//! Shared memory: 3 stages × (2 × 64×64 + 256×64) bf16 = 144 KiB, 64 KiB of output staging,
-//! and the ring's barriers. Measured ratio vs cuBLAS: see docs/PERF.md (H200).
+//! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB, 32 KiB of output staging
+//! (each consumer warpgroup stages its 64 × 256 block in two passes of 128 columns), and the
+//! ring's barriers. Measured ratio vs cuBLAS: see docs/PERF.md (H200).
 
-use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, STAGES, STORE_BOX_COLS};
+use warpforge_dsl::abi::gemm_sm90::{
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, EPILOGUE_COLS, STAGES, STORE_BOX_COLS,
+};
 use warpforge_dsl::abi::{GemmParams, TensorMap};
 
 use crate::gemm_epilogue::{Output, finish};
@@ -31,9 +34,9 @@ use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, Un
 use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
-use warpforge_dsl::shared::{DynamicShared, SharedPtr};
+use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, fence_proxy_async_shared, sync_threads};
-use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, grid_dim, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement, acc::Acc64x256F32};
@@ -51,10 +54,14 @@ type ATile<T> = SmemTile<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (
 type BTile<T> = SmemTile<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B>; // (BLOCK_N, BLOCK_K)
 type Acc = Acc64x256F32; // (64, BLOCK_N) per consumer warpgroup
 
-/// One consumer warpgroup's 64 × BLOCK_N output block, as four 64 × 64 TMA store boxes.
+/// One consumer warpgroup's 64 × EPILOGUE_COLS pass of its output block, as 64 × 64 TMA store
+/// boxes.
 type Staging<O> = SmemTileRing<<O as Output>::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B, STORE_BOXES>;
 const STORE_COLS: usize = STORE_BOX_COLS as usize;
-const STORE_BOXES: usize = (BLOCK_N / STORE_BOX_COLS) as usize;
+const STORE_BOXES: usize = (EPILOGUE_COLS / STORE_BOX_COLS) as usize;
+/// Accumulator registers per epilogue pass (two per column of a thread's rows; see `acc_coord`).
+const PASS_REGS: usize = (EPILOGUE_COLS / 2) as usize;
+const _: () = assert!(BLOCK_N == 2 * EPILOGUE_COLS, "the epilogue is written as two passes");
 
 /// The whole kernel, generic over input and output types; the entries below instantiate it.
 ///
@@ -140,7 +147,9 @@ where
     let slots = unsafe { PartialSlots::new(p) };
     let mut state = PipelineState::<RING>::START;
     let mut index = 0;
-    while let Some(unit) = work_unit(p, &raster, &schedule, worker, index) {
+    // The unit is decoded per trip from a block index read in place: decoding is a few
+    // divisions per tile, while hoisted it would hold registers through the main loop.
+    while let Some(unit) = work_unit(p, &raster, &schedule, block_idx_x_in_place(), index) {
         let mut acc = Acc::ZERO;
         let mut previous = state;
         // At least one slice (k ≥ 1), written as a do-while: a zero-trip path would hand the
@@ -250,10 +259,12 @@ fn work_unit(
     })
 }
 
-/// Writes this warpgroup's 64 × 256 block through shared memory and TMA stores: the values
-/// are rounded into the four 64 × 64 staging boxes (128-byte swizzle, so the pairs written by
-/// a warp land in distinct banks), then one thread stores them asynchronously; the global
-/// writes overlap the next tile's mainloop, and TMA clips the ragged edges.
+/// Writes this warpgroup's 64 × 256 block through shared memory and TMA stores, in two passes
+/// of 128 columns: each pass rounds its values into the two 64 × 64 staging boxes (128-byte
+/// swizzle, so the pairs written by a warp land in distinct banks), then one thread stores them
+/// asynchronously. The second pass waits only until the first pass's stores have *read* the
+/// staging boxes; the global writes overlap the next tile's mainloop, and TMA clips the ragged
+/// edges.
 ///
 /// # Safety
 /// `d_map` is a 3-D map of D (N × M × batch, box 64 × 64 × 1, 128-byte swizzle) of the staged
@@ -272,8 +283,32 @@ unsafe fn epilogue_staged<O: Output>(
     row0: u32,
     col0: u32,
 ) {
+    // SAFETY (both passes): forwarded (function contract).
+    unsafe {
+        epilogue_pass::<O, 0>(acc, p, d_map, staging, barrier, leader, batch, row0, col0);
+        epilogue_pass::<O, 1>(acc, p, d_map, staging, barrier, leader, batch, row0, col0);
+    }
+}
+
+/// Pass `PASS` of [`epilogue_staged`]: columns `PASS·EPILOGUE_COLS ..` of the block.
+///
+/// # Safety
+/// As for [`epilogue_staged`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+unsafe fn epilogue_pass<O: Output, const PASS: usize>(
+    acc: &Acc,
+    p: &GemmParams,
+    d_map: &TensorMap,
+    staging: &Staging<O>,
+    barrier: &NamedBarrier<128>,
+    leader: bool,
+    batch: i32,
+    row0: u32,
+    col0: u32,
+) {
     if leader {
-        // The previous tile's stores have finished reading the staging boxes.
+        // The previous pass's stores have finished reading the staging boxes.
         tma::wait_group_read::<0>();
     }
     // SAFETY: all 128 threads of the warpgroup arrive (function contract).
@@ -282,19 +317,22 @@ unsafe fn epilogue_staged<O: Output>(
     if p.c == 0 && p.bias == 0 && p.activation == 0 {
         // The common case gets its own unrolled copy with no per-element branches.
         // SAFETY: forwarded (function contract).
-        unsafe { stage_block::<O>(acc, staging, t, |_, _, v| p.alpha * v) };
+        unsafe { stage_pass::<O, PASS>(acc, staging, t, |_, _, v| p.alpha * v) };
     } else {
         // SAFETY: forwarded (function contract).
         unsafe {
-            stage_block::<O>(acc, staging, t, |r, c, v| finish::<O>(p, v, p.alpha, batch as u32, row0 + r, col0 + c))
+            stage_pass::<O, PASS>(acc, staging, t, |r, c, v| {
+                finish::<O>(p, v, p.alpha, batch as u32, row0 + r, col0 + c)
+            })
         };
     }
     fence_proxy_async_shared();
     // SAFETY: as above.
     unsafe { barrier.sync() };
     if leader {
+        let pass_col0 = col0 + PASS as u32 * EPILOGUE_COLS;
         for j in 0..STORE_BOXES as u32 {
-            let x = (col0 + j * STORE_BOX_COLS) as i32;
+            let x = (pass_col0 + j * STORE_BOX_COLS) as i32;
             // SAFETY: the box was written and fenced above; the map matches its type (contract).
             unsafe { tma::store_3d(d_map, x, row0 as i32, batch, &staging.stage(j)) };
         }
@@ -302,31 +340,55 @@ unsafe fn epilogue_staged<O: Output>(
     }
 }
 
-/// Rounds `value(row, col, acc)` for every accumulator element of thread `t` into the staging
-/// boxes (pairs of columns as one 32-bit store).
+/// Rounds `value(row, col, acc)` for the accumulator elements of thread `t` in pass `PASS`'s
+/// columns into the staging boxes (`row` and `col` relative to the warpgroup's block). Each
+/// warp owns 16 rows; every 16 × 16 block (four 8 × 8 matrices: two row halves × two column
+/// groups, the accumulator's own fragment order) leaves the registers in one `stmatrix.x4`.
 ///
 /// # Safety
-/// `staging` belongs to this warpgroup and no TMA store still reads it; `value` is safe to call
-/// for every element (it is `finish`, whose contract the caller upholds, or plain arithmetic).
+/// `staging` belongs to this warpgroup and no TMA store still reads it; the whole warpgroup
+/// calls this together; `value` is safe to call for every element (it is `finish`, whose
+/// contract the caller upholds, or plain arithmetic).
 #[inline(always)]
-unsafe fn stage_block<O: Output>(acc: &Acc, staging: &Staging<O>, t: u32, value: impl Fn(u32, u32, f32) -> f32) {
-    let mut low = 0u32;
+unsafe fn stage_pass<O: Output, const PASS: usize>(
+    acc: &Acc,
+    staging: &Staging<O>,
+    t: u32,
+    value: impl Fn(u32, u32, f32) -> f32,
+) {
+    // Lane l addresses row l % 8 of matrix l / 8: matrices 0/1 are the warp's rows 0–7 / 8–15
+    // of the first 8-column group, 2/3 the same rows of the next group.
+    let (warp, lane) = (t / 32, t % 32);
+    let row = 16 * warp + lane % 8 + 8 * ((lane / 8) % 2);
+    let row_bytes = row * 128;
+    // 128-byte swizzle: 16-byte chunk `c` of row `r` sits at chunk `c ^ (r % 8)`. The chunk of
+    // column group `2q + lane / 16` is `2q ^ (lane / 16)` (2q even), so one XOR per store.
+    let chunk_xor = ((lane / 16) ^ (lane % 8)) * 16;
+    let mut words = [0u32; 4];
+    let mut low = 0.0f32;
     acc.for_each(|i, v| {
+        // Registers PASS·PASS_REGS.. hold exactly this pass's columns (`acc_coord`: 8 columns
+        // per 4 registers); `i` is a constant in the unrolled body, so this test folds away.
+        if i / PASS_REGS != PASS {
+            return;
+        }
         let (r, c) = acc_coord(t, i as u32);
-        let bits = O::staged_bits(value(r, c, v)) as u32;
+        let x = value(r, c, v);
         if i % 2 == 0 {
-            low = bits;
-        } else {
-            // Registers 2j and 2j+1 hold columns c-1 and c of the same row (fragment map).
-            let col = c - 1;
-            let boxed = staging.stage(col / STORE_BOX_COLS);
-            let offset = SmemTile::<O::Staged, { A_BOX_ROWS as usize }, STORE_COLS, Swizzle128B>::byte_offset(
-                r,
-                col % STORE_BOX_COLS,
-            );
-            // SAFETY: inside this warpgroup's staging box, not read by any pending store
-            // (function contract).
-            unsafe { *SharedPtr::<u32>::from_addr(boxed.addr() + offset).as_mut_ptr() = low | (bits << 16) };
+            low = x;
+            return;
+        }
+        // Registers 2j and 2j+1 hold columns c-1 and c of one row; four pairs make a 16 × 16
+        // block: (row half, column group) = (0,0), (1,0), (0,1), (1,1).
+        words[(i % 8) / 2] = O::staged_pair(low, x);
+        if i % 8 == 7 {
+            let q = ((i % PASS_REGS) / 8) as u32; // 16-column block of the pass, 0..8
+            let boxed = staging.stage(q / 4);
+            let addr = boxed.addr() + row_bytes + (((2 * (q % 4)) * 16) ^ chunk_xor);
+            // SAFETY: the whole warp is here (the warpgroup calls this together); each lane's
+            // address is a 16-byte chunk of this warpgroup's staging box, which no pending
+            // store reads (function contract).
+            unsafe { warp::store_matrices_x4(addr, words) };
         }
     });
 }

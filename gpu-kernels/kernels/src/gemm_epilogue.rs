@@ -14,8 +14,8 @@ pub trait Output: Copy {
     fn from_f32(v: f32) -> Self;
     /// Reads an element of C as f32.
     fn to_f32(self) -> f32;
-    /// Bits of a rounded f32 result in the staged type.
-    fn staged_bits(v: f32) -> u16;
+    /// Two rounded f32 results in the staged type, packed (`lo` in the low half).
+    fn staged_pair(lo: f32, hi: f32) -> u32;
 }
 impl Output for Bf16 {
     type Staged = Bf16;
@@ -25,8 +25,8 @@ impl Output for Bf16 {
     fn to_f32(self) -> f32 {
         Bf16::to_f32(self)
     }
-    fn staged_bits(v: f32) -> u16 {
-        Bf16::from_f32(v).0
+    fn staged_pair(lo: f32, hi: f32) -> u32 {
+        Bf16::pack2(lo, hi)
     }
 }
 impl Output for F16 {
@@ -37,8 +37,8 @@ impl Output for F16 {
     fn to_f32(self) -> f32 {
         F16::to_f32(self)
     }
-    fn staged_bits(v: f32) -> u16 {
-        F16::from_f32(v).0
+    fn staged_pair(lo: f32, hi: f32) -> u32 {
+        F16::pack2(lo, hi)
     }
 }
 impl Output for f32 {
@@ -49,8 +49,8 @@ impl Output for f32 {
     fn to_f32(self) -> f32 {
         self
     }
-    fn staged_bits(v: f32) -> u16 {
-        Bf16::from_f32(v).0
+    fn staged_pair(lo: f32, hi: f32) -> u32 {
+        Bf16::pack2(lo, hi)
     }
 }
 

@@ -57,3 +57,35 @@ pub unsafe fn cvt_rn_bf16_f32(f: f32) -> u16 {
     unsafe { asm!("cvt.rn.bf16.f32 {0}, {1};", out(reg16) r, in(reg32) f, options(pure, nomem, nostack)) };
     r
 }
+
+/// Two f32 → packed bf16x2, round to nearest even: `hi` in the upper half, `lo` in the lower.
+///
+/// Emits `cvt.rn.bf16x2.f32 d, hi, lo;`.
+///
+/// # Safety
+/// sm_80+.
+#[inline(always)]
+pub unsafe fn cvt_rn_bf16x2_f32(hi: f32, lo: f32) -> u32 {
+    let r: u32;
+    // SAFETY: pure arithmetic.
+    unsafe {
+        asm!("cvt.rn.bf16x2.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) hi, in(reg32) lo, options(pure, nomem, nostack))
+    };
+    r
+}
+
+/// Two f32 → packed f16x2, round to nearest even: `hi` in the upper half, `lo` in the lower.
+///
+/// Emits `cvt.rn.f16x2.f32 d, hi, lo;`.
+///
+/// # Safety
+/// sm_80+.
+#[inline(always)]
+pub unsafe fn cvt_rn_f16x2_f32(hi: f32, lo: f32) -> u32 {
+    let r: u32;
+    // SAFETY: pure arithmetic.
+    unsafe {
+        asm!("cvt.rn.f16x2.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) hi, in(reg32) lo, options(pure, nomem, nostack))
+    };
+    r
+}

@@ -99,6 +99,20 @@ pub unsafe fn tid_x_in_place() -> u32 {
     r
 }
 
+/// `%ctaid.x`, read where it is written (not `pure`; see [`tid_x_in_place`]).
+///
+/// Emits `mov.u32 %r, %ctaid.x;`.
+///
+/// # Safety
+/// None beyond running on the device.
+#[inline(always)]
+pub unsafe fn ctaid_x_in_place() -> u32 {
+    let r: u32;
+    // SAFETY: as for `tid_x_in_place`.
+    unsafe { asm!("mov.u32 {0}, %ctaid.x;", out(reg32) r, options(nomem, nostack)) };
+    r
+}
+
 /// Global nanosecond timer.
 ///
 /// Emits `mov.u64 %rd, %globaltimer;`.
