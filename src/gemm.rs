@@ -15,7 +15,8 @@ use cudarc::driver::{
     CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
 };
 use warpforge_abi::gemm_sm90::{
-    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS, SMEM_BYTES, STORE_BOX_COLS, THREADS,
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS, PINGPONG_BLOCK_M, SMEM_BYTES,
+    STORE_BOX_COLS, THREADS,
 };
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
@@ -34,6 +35,21 @@ pub enum Layout {
     RowMajor,
     /// Columns contiguous; the leading dimension is the column stride.
     ColMajor,
+}
+
+/// How the sm_90 kernel's two consumer warpgroups share the work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Consumers {
+    /// warpforge's choice per call (see [`Consumers::PingPong`] for when it is picked).
+    #[default]
+    Auto,
+    /// Both warpgroups on one 128 × 256 tile, 64 rows each: every schedule (data-parallel,
+    /// stream-K, hybrid), every input/output type.
+    Cooperative,
+    /// Each warpgroup owns whole 64 × 256 tiles and the two alternate, so one warpgroup's
+    /// epilogue runs while the other's main loop keeps the tensor cores busy. Data-parallel
+    /// schedules only; bf16 → bf16 and f16 → f16 (other types are refused when forced).
+    PingPong,
 }
 
 /// One GEMM call's shapes, layouts, strides and epilogue.
@@ -67,6 +83,8 @@ pub struct GemmProblem {
     pub beta: f32,
     /// Epilogue activation.
     pub activation: Activation,
+    /// Consumer arrangement of the kernel (a performance choice; results are the same).
+    pub consumers: Consumers,
 }
 
 impl GemmProblem {
@@ -87,6 +105,7 @@ impl GemmProblem {
             alpha: 1.0,
             beta: 0.0,
             activation: Activation::None,
+            consumers: Consumers::Auto,
         }
     }
 
@@ -155,6 +174,32 @@ impl GemmOutput for half::f16 {
 impl GemmOutput for f32 {
     const NAME: &'static str = "f32";
     const TMA_STORE: bool = false;
+}
+
+/// The ping-pong entry for these types, if there is one.
+fn pingpong_kernel_name(input: &str, output: &str) -> Option<&'static str> {
+    match (input, output) {
+        ("bf16", "bf16") => Some(entries::GEMM_BF16_BF16_PINGPONG),
+        ("f16", "f16") => Some(entries::GEMM_F16_F16_PINGPONG),
+        _ => None,
+    }
+}
+
+/// Whether [`Consumers::Auto`] runs ping-pong for this shape on `sms` SMs (measured on the
+/// H200, docs/PERF.md, both arrangements forced in one process):
+/// - fewer 128 × 256 tiles than SMs (the cooperative kernel would split K): ping-pong's 64-row
+///   tiles double the CTAs that work without a fix-up, and win once they fill ≥ 40 % of the
+///   SMs (M = 128: N = 7168, 11008, 14336 gained 22 %, 25 %, 15 %; N = 4096, 32 tiles, lost
+///   8–38 % against the split);
+/// - long persistent loops (≥ 10 cooperative tiles per SM) with K ≤ 4096, where the hidden
+///   epilogue is a visible share of a tile: +1 % to +5 % (M = 4096 and 16384); at longer K, or
+///   fewer tiles per SM, cooperative was equal or ahead (its 128-row tiles read B half as often).
+fn prefer_pingpong(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool {
+    let sms = sms.max(1) as u64;
+    let tiles_n = n.div_ceil(BLOCK_N as usize) as u64;
+    let cooperative_tiles = (m.div_ceil(BLOCK_M as usize) * batch) as u64 * tiles_n;
+    let pingpong_tiles = (m.div_ceil(PINGPONG_BLOCK_M as usize) * batch) as u64 * tiles_n;
+    if cooperative_tiles < sms { pingpong_tiles * 5 >= sms * 2 } else { cooperative_tiles >= 10 * sms && k <= 4096 }
 }
 
 fn kernel_name(input: &str, output: &str) -> &'static str {
@@ -244,15 +289,35 @@ impl Warpforge {
         let a_map = a_k_major.map(A_BOX_ROWS)?;
         let b_map = b_k_major.map(BLOCK_N)?;
 
-        let tiles_m = p.m.div_ceil(BLOCK_M as usize) as u32;
+        let pingpong_entry = pingpong_kernel_name(I::NAME, O::NAME);
+        let pingpong = match p.consumers {
+            Consumers::Cooperative => false,
+            Consumers::PingPong => {
+                check(pingpong_entry.is_some(), || {
+                    format!("ping-pong consumers exist for bf16 → bf16 and f16 → f16, not {} → {}", I::NAME, O::NAME)
+                })?;
+                true
+            }
+            Consumers::Auto => pingpong_entry.is_some() && prefer_pingpong(p.m, p.n, p.k, p.batch, self.sm_count()),
+        };
+        let block_m = if pingpong { PINGPONG_BLOCK_M } else { BLOCK_M };
+        let tiles_m = p.m.div_ceil(block_m as usize) as u32;
         let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
         let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
         check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
         let k_slices = p.k.div_ceil(BLOCK_K as usize) as u32;
-        let kernel = self.module().kernel(kernel_name(I::NAME, O::NAME))?;
+        let entry = match pingpong_entry {
+            Some(name) if pingpong => name,
+            _ => kernel_name(I::NAME, O::NAME),
+        };
+        let kernel = self.module().kernel(entry)?;
         // Every resident slot (one CTA per SM): the stream-K schedule spreads work over all.
         let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
-        let schedule = GemmSchedule::choose(tiles_m * p.batch as u32, tiles_n, k_slices, capacity);
+        let schedule = if pingpong {
+            GemmSchedule::data_parallel(tiles_m * p.batch as u32, tiles_n, capacity, BLOCK_M / PINGPONG_BLOCK_M)
+        } else {
+            GemmSchedule::choose(tiles_m * p.batch as u32, tiles_n, k_slices, capacity)
+        };
         let mut stream_k_cache = self.stream_k_cache().lock().map_err(|_| poisoned())?;
         let mut stream_k = if schedule.mode == StreamKMode::DataParallel {
             None
@@ -493,6 +558,14 @@ impl GemmSchedule {
         };
         GemmSchedule { mode, grid, raster_group }
     }
+
+    /// Whole tiles round robin over at most `capacity` CTAs, in bands of the same height as
+    /// the cooperative schedule's (`band_scale` tile rows per cooperative tile row).
+    fn data_parallel(tiles_m: u32, tiles_n: u32, capacity: u32, band_scale: u32) -> Self {
+        let tiles = tiles_m as u64 * tiles_n as u64;
+        let raster_group = (raster_group(tiles_m, tiles_n) * band_scale).min(tiles_m.max(1));
+        GemmSchedule { mode: StreamKMode::DataParallel, grid: tiles.min(capacity.max(1) as u64) as u32, raster_group }
+    }
 }
 
 /// Band width (in tile rows) of the grouped schedule: bands of 8 tile rows keep one band's A
@@ -507,6 +580,22 @@ mod tests {
     use warpforge_logic::schedule::stream_k::StreamKScheduler;
 
     const H200_SMS: u32 = 132;
+
+    #[test]
+    fn pingpong_is_chosen_where_it_measured_faster() {
+        use super::prefer_pingpong;
+        let pp = |m, n, k| prefer_pingpong(m, n, k, 1, H200_SMS);
+        // M = 128: ping-pong once its 64-row tiles fill 40 % of the SMs; split K below that.
+        assert!(pp(128, 14336, 4096) && pp(128, 11008, 4096) && pp(128, 7168, 2048));
+        assert!(!pp(128, 4096, 4096) && !pp(128, 4096, 14336));
+        // Long persistent loops with K ≤ 4096.
+        assert!(pp(16384, 4096, 4096) && pp(16384, 7168, 2048) && pp(4096, 11008, 4096));
+        assert!(!pp(16384, 4096, 11008) && !pp(8192, 8192, 8192));
+        // A few waves: cooperative (and its stream-K tail).
+        assert!(!pp(4096, 4096, 4096) && !pp(1024, 11008, 4096) && !pp(1152, 8192, 4096));
+        // Batches count like rows.
+        assert_eq!(prefer_pingpong(128, 7168, 2048, 1, H200_SMS), prefer_pingpong(64, 7168, 2048, 2, H200_SMS));
+    }
 
     fn schedule(m: u32, n: u32, k: u32) -> GemmSchedule {
         GemmSchedule::choose(m.div_ceil(128), n.div_ceil(256), k.div_ceil(64), H200_SMS)

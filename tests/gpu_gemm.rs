@@ -15,7 +15,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, Epilogue, Error, GemmProblem, Layout};
+use warpforge::{Activation, Consumers, Epilogue, Error, GemmProblem, Layout};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 
@@ -94,6 +94,7 @@ struct Case {
     with_c: bool,
     with_bias: bool,
     activation: Activation,
+    consumers: Consumers,
     seed: u64,
 }
 
@@ -114,6 +115,7 @@ impl Case {
             with_c: false,
             with_bias: false,
             activation: Activation::None,
+            consumers: Consumers::Auto,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
         }
     }
@@ -151,6 +153,7 @@ impl Geometry {
         problem.alpha = case.alpha;
         problem.beta = case.beta;
         problem.activation = case.activation;
+        problem.consumers = case.consumers;
         let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
@@ -400,7 +403,8 @@ prop_compose! {
     ) -> Case {
         // beta != 0 needs C; with beta == 0, C is passed or not (and must be ignored).
         let with_c = with_c || beta != 0.0;
-        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, seed }
+        let consumers = Consumers::Auto;
+        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, consumers, seed }
     }
 }
 
@@ -441,6 +445,17 @@ proptest! {
     #[ignore = "needs an NVIDIA GPU"]
     fn gemm_random_f16_to_f32_matches_f64(case in any_case()) {
         run_case::<f16, f32>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_pingpong_matches_f64(case in any_case(), f16_types in any::<bool>()) {
+        let case = Case { consumers: Consumers::PingPong, ..case };
+        if f16_types {
+            run_case::<f16, f16>(&case);
+        } else {
+            run_case::<bf16, bf16>(&case);
+        }
     }
 
 }
@@ -514,6 +529,33 @@ fn gemm_large_shapes_match_f64_at_samples() {
     run_case::<f16, bf16>(&epilogue);
 }
 
+/// Ping-pong consumers (forced) where their bookkeeping is stressed: several units per CTA and
+/// per warpgroup (each warpgroup skipping the other's ring stages), an odd unit count (the
+/// second warpgroup idle at the end), one unit per CTA, ragged 64-row tiles, K of one slice,
+/// batches, the whole epilogue, and direct stores (a padded D pitch).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_pingpong_shapes_match_f64() {
+    let pp = |m, n, k, batch| Case { consumers: Consumers::PingPong, ..Case::plain(m, n, k, batch) };
+    // 2048 × 2048: 256 tiles of 64 × 256 on 132 CTAs: 1–2 units per warpgroup.
+    run_case::<bf16, bf16>(&pp(2048, 2048, 2048, 1));
+    // 133 tiles: CTA 0 has two units (one per warpgroup), the rest one (warpgroup 1 idle).
+    run_case::<f16, f16>(&pp(64 * 133, 256, 200, 1));
+    // 88 × 8 tiles × 3 batches = 2112: 16 units per CTA, 8 per warpgroup; K of one slice.
+    run_case::<bf16, bf16>(&pp(8 * 64 * 11, 8 * 256, 40, 3));
+    run_case::<f16, f16>(&Case {
+        alpha: -0.75,
+        beta: 0.5,
+        with_c: true,
+        with_bias: true,
+        activation: Activation::Silu,
+        pads: [0, 0, 0, 3],
+        ..pp(1000, 777, 333, 2)
+    });
+    run_case::<bf16, bf16>(&pp(1, 1, 1, 1));
+    run_case::<bf16, bf16>(&Case { a_layout: Layout::ColMajor, b_layout: Layout::RowMajor, ..pp(129, 300, 1031, 2) });
+}
+
 /// Each invalid argument is an `Error::InvalidArgument`, and nothing is launched: D keeps its
 /// poison. A valid call on the same buffers succeeds first, so each rejection is due to its
 /// one change.
@@ -543,7 +585,7 @@ fn gemm_rejects_invalid_arguments_without_launching() {
         change(&mut p);
         p
     };
-    let bad_problems: [(&str, GemmProblem); 12] = [
+    let bad_problems: [(&str, GemmProblem); 13] = [
         ("k = 0", with(&|p| p.k = 0)),
         ("m = 0", with(&|p| p.m = 0)),
         ("n = 0", with(&|p| p.n = 0)),
@@ -556,6 +598,7 @@ fn gemm_rejects_invalid_arguments_without_launching() {
         ("beta != 0 without C", with(&|p| p.beta = 0.5)),
         ("alpha NaN", with(&|p| p.alpha = f32::NAN)),
         ("batch 2 on one batch of buffers", with(&|p| p.batch = 2)),
+        ("ping-pong forced for bf16 → f32", with(&|p| p.consumers = Consumers::PingPong)),
     ];
     for (what, problem) in &bad_problems {
         expect_invalid(what, wf.gemm::<bf16, f32>(stream, problem, &a, &b, Epilogue::default(), &mut d));

@@ -42,10 +42,12 @@ pub mod gemm_sm90 {
     /// Columns of D the epilogue stages per pass (the tile's BLOCK_N columns take
     /// `BLOCK_N / EPILOGUE_COLS` passes through one staging block per consumer warpgroup).
     pub const EPILOGUE_COLS: u32 = 128;
+    /// Rows of D per tile with ping-pong consumers (each consumer warpgroup owns whole tiles).
+    pub const PINGPONG_BLOCK_M: u32 = 64;
     /// Dynamic shared memory: the operand ring, the 16-bit output staging (BLOCK_M ×
-    /// EPILOGUE_COLS), the ring's barriers, and alignment slack.
+    /// EPILOGUE_COLS), the ring's barriers, the two ping-pong turn barriers, and alignment slack.
     pub const SMEM_BYTES: u32 =
-        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * EPILOGUE_COLS * 2 + 2 * STAGES * 8 + 1024;
+        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * EPILOGUE_COLS * 2 + 2 * STAGES * 8 + 2 * 8 + 1024;
     /// Consumer warpgroups per CTA (each owns `BLOCK_M / 2` rows of the tile).
     pub const CONSUMERS: u32 = 2;
     /// Stream-K flags per CTA: one per consumer warpgroup.
@@ -97,6 +99,10 @@ pub mod entries {
     pub const GEMM_F16_F16: &str = "gemm_f16_f16_ws_persistent_sm90";
     /// f16 inputs, f32 output.
     pub const GEMM_F16_F32: &str = "gemm_f16_f32_ws_persistent_sm90";
+    /// bf16 → bf16 with ping-pong consumers (64 × 256 tiles, one warpgroup each).
+    pub const GEMM_BF16_BF16_PINGPONG: &str = "gemm_bf16_bf16_pingpong_sm90";
+    /// f16 → f16 with ping-pong consumers.
+    pub const GEMM_F16_F16_PINGPONG: &str = "gemm_f16_f16_pingpong_sm90";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
