@@ -187,10 +187,11 @@ fn pingpong_kernel_name(input: &str, output: &str) -> Option<&'static str> {
 
 /// Whether [`Consumers::Auto`] runs ping-pong for this shape on `sms` SMs (measured on the
 /// H200, docs/PERF.md, both arrangements forced in one process):
-/// - fewer 128 × 256 tiles than SMs (the cooperative kernel would split K): ping-pong's 64-row
-///   tiles double the CTAs that work without a fix-up, and win once they fill ≥ 40 % of the
-///   SMs (M = 128: N = 7168, 11008, 14336 gained 22 %, 25 %, 15 %; N = 4096, 32 tiles, lost
-///   8–38 % against the split);
+/// - 128 × 256 tiles for at most half the SMs (the cooperative kernel splits K or leaves SMs
+///   idle): ping-pong's 64-row tiles double the CTAs that work without a fix-up, and win once
+///   they fill ≥ 40 % of the SMs (M = 128: N = 7168, 11008, 14336 gained 21 %, 25 %, 15 %;
+///   N = 4096, 32 tiles, lost 8–38 % against the split). With one nearly full cooperative wave
+///   (2048³: 128 tiles) cooperative was 1–3 % ahead;
 /// - long persistent loops (≥ 10 cooperative tiles per SM) with K ≤ 4096, where the hidden
 ///   epilogue is a visible share of a tile: +1 % to +5 % (M = 4096 and 16384); at longer K, or
 ///   fewer tiles per SM, cooperative was equal or ahead (its 128-row tiles read B half as often).
@@ -199,7 +200,11 @@ fn prefer_pingpong(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool
     let tiles_n = n.div_ceil(BLOCK_N as usize) as u64;
     let cooperative_tiles = (m.div_ceil(BLOCK_M as usize) * batch) as u64 * tiles_n;
     let pingpong_tiles = (m.div_ceil(PINGPONG_BLOCK_M as usize) * batch) as u64 * tiles_n;
-    if cooperative_tiles < sms { pingpong_tiles * 5 >= sms * 2 } else { cooperative_tiles >= 10 * sms && k <= 4096 }
+    if cooperative_tiles * 2 <= sms {
+        pingpong_tiles * 5 >= sms * 2
+    } else {
+        cooperative_tiles >= 10 * sms && k <= 4096
+    }
 }
 
 fn kernel_name(input: &str, output: &str) -> &'static str {
@@ -592,7 +597,8 @@ mod tests {
         assert!(pp(16384, 4096, 4096) && pp(16384, 7168, 2048) && pp(4096, 11008, 4096));
         assert!(!pp(16384, 4096, 11008) && !pp(8192, 8192, 8192));
         // A few waves: cooperative (and its stream-K tail).
-        assert!(!pp(4096, 4096, 4096) && !pp(1024, 11008, 4096) && !pp(1152, 8192, 4096));
+        assert!(!pp(2048, 2048, 2048) && !pp(4096, 4096, 4096));
+        assert!(!pp(1024, 11008, 4096) && !pp(1152, 8192, 4096));
         // Batches count like rows.
         assert_eq!(prefer_pingpong(128, 7168, 2048, 1, H200_SMS), prefer_pingpong(64, 7168, 2048, 2, H200_SMS));
     }

@@ -11,11 +11,14 @@
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread issues the TMA loads of every stage
 //!   (registers lowered to 40 with `setmaxnreg`);
-//! - warpgroups 1 and 2, consumers: each multiplies its 64 rows of the tile by the 256 columns
-//!   with `wgmma.m64n256k16` (128 f32 accumulators per thread, registers raised to 232), keeps
+//! - warpgroups 1 and 2, consumers: each multiplies 64 rows by the 256 columns with
+//!   `wgmma.m64n256k16` (128 f32 accumulators per thread, registers raised to 232), keeps
 //!   one wgmma group in flight, releases each stage after the next one's wgmmas are issued, and
-//!   writes its half of the tile through shared memory and TMA stores (direct stores when D
-//!   cannot be written by TMA), overlapping the stores with the next tile's main loop.
+//!   writes its block through `stmatrix` staging and TMA stores ([`crate::gemm_sm90_store`];
+//!   direct stores when D cannot be written by TMA), the stores overlapping the next main loop.
+//!   Cooperative entries: both consumers share each 128 × 256 tile. Ping-pong entries
+//!   (`*_pingpong_sm90`, data-parallel only): each consumer owns whole 64 × 256 tiles and the
+//!   two alternate, so one's epilogue runs under the other's main loop.
 //!
 //! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB, 32 KiB of output staging
 //! (each consumer warpgroup stages its 64 × 256 block in two passes of 128 columns), and the
