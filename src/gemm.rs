@@ -194,17 +194,25 @@ fn pingpong_kernel_name(input: &str, output: &str) -> Option<&'static str> {
 ///   (2048³: 128 tiles) cooperative was 1–3 % ahead;
 /// - long persistent loops (≥ 10 cooperative tiles per SM) with K ≤ 4096, where the hidden
 ///   epilogue is a visible share of a tile: +1 % to +5 % (M = 4096 and 16384); at longer K, or
-///   fewer tiles per SM, cooperative was equal or ahead (its 128-row tiles read B half as often).
+///   fewer tiles per SM, cooperative was equal or ahead (its 128-row tiles read B half as often);
+/// - ping-pong's waves ≥ 95 % full where cooperative's are ≤ 90 % (1024 × 14336: 96 % against
+///   84 %; ping-pong +2.4 to +3.5 % in three runs, ahead of the cooperative stream-K tail).
+///   With ping-pong's own waves at 87–92 % (1152 and 2176 × 8192), cooperative was ahead.
 fn prefer_pingpong(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool {
     let sms = sms.max(1) as u64;
     let tiles_n = n.div_ceil(BLOCK_N as usize) as u64;
-    let cooperative_tiles = (m.div_ceil(BLOCK_M as usize) * batch) as u64 * tiles_n;
+    let cooperative_tiles_m = (m.div_ceil(BLOCK_M as usize) * batch) as u64;
+    let cooperative_tiles = cooperative_tiles_m * tiles_n;
     let pingpong_tiles = (m.div_ceil(PINGPONG_BLOCK_M as usize) * batch) as u64 * tiles_n;
     if cooperative_tiles * 2 <= sms {
-        pingpong_tiles * 5 >= sms * 2
-    } else {
-        cooperative_tiles >= 10 * sms && k <= 4096
+        return pingpong_tiles * 5 >= sms * 2;
     }
+    if cooperative_tiles >= 10 * sms && k <= 4096 {
+        return true;
+    }
+    // Percent of the rounds of waves that is busy (100 × tiles / (rounds × SMs)).
+    let fill = |tiles: u64| 100 * tiles / (tiles.div_ceil(sms) * sms);
+    fill(pingpong_tiles) >= 95 && fill(cooperative_tiles) <= 90
 }
 
 fn kernel_name(input: &str, output: &str) -> &'static str {
@@ -599,6 +607,9 @@ mod tests {
         // A few waves: cooperative (and its stream-K tail).
         assert!(!pp(2048, 2048, 2048) && !pp(4096, 4096, 4096));
         assert!(!pp(1024, 11008, 4096) && !pp(1152, 8192, 4096));
+        // Ping-pong's waves full where cooperative's are not; not where both are partial.
+        assert!(pp(1024, 14336, 4096));
+        assert!(!pp(2176, 8192, 4096) && !pp(4352, 8192, 4096) && !pp(1024, 7168, 2048));
         // Batches count like rows.
         assert_eq!(prefer_pingpong(128, 7168, 2048, 1, H200_SMS), prefer_pingpong(64, 7168, 2048, 2, H200_SMS));
     }
