@@ -41,3 +41,32 @@ fn embedded_cubin_is_the_shipped_one_and_matches_the_ptx() {
     assert_eq!(&cubin[..5], b"\x7fELF\x02");
     assert_eq!(u16::from_le_bytes([cubin[18], cubin[19]]), 190);
 }
+
+/// Each sm_90a GEMM entry issues its warpgroup-collective `.aligned` wgmma instructions from
+/// one place each. LLVM does not know these are convergent and may copy one into both arms of a
+/// branch on the leader thread; a warp split over two copies of an aligned instruction hangs on
+/// the GPU (the first ping-pong kernel did, at `wgmma.wait_group 0`). This catches such a copy
+/// at build time.
+#[test]
+fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
+    let module = ptx::module(Arch::Sm90a);
+    let mut checked = 0;
+    for entry in module.split(".visible .entry ").skip(1) {
+        let name = entry.split('(').next().unwrap_or_default();
+        if !(name.starts_with("gemm_") && name.ends_with("_sm90")) {
+            continue;
+        }
+        let body = &entry[..entry.find("\n}\n").unwrap_or(entry.len())];
+        for instruction in [
+            "wgmma.fence.sync.aligned;",
+            "wgmma.commit_group.sync.aligned;",
+            "wgmma.wait_group.sync.aligned 1;",
+            "wgmma.wait_group.sync.aligned 0;",
+        ] {
+            let copies = body.matches(instruction).count();
+            assert_eq!(copies, 1, "{name}: `{instruction}` appears {copies} times (expected once)");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 8, "expected the six cooperative and two ping-pong GEMM entries");
+}
