@@ -28,7 +28,7 @@ use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSU
 use warpforge_dsl::abi::{GemmParams, TensorMap};
 
 use crate::gemm_epilogue::Output;
-use crate::gemm_sm90_store::{Acc, Staging, epilogue, epilogue_staged};
+use crate::gemm_sm90_store::{Acc, StagedStore, Staging, epilogue, epilogue_staged};
 use crate::gemm_stream_k::PartialSlots;
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
@@ -252,9 +252,19 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
         let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
         let row0 = m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
         if p.d_tma != 0 {
+            let target = StagedStore {
+                p,
+                d_map,
+                staging: &my_staging,
+                barrier: &wg_barrier,
+                leader,
+                batch,
+                row0,
+                col0: n0 as u32,
+            };
             // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
             // to this warpgroup; `wg_barrier` counts its 128 threads.
-            unsafe { epilogue_staged::<O>(&acc, p, d_map, &my_staging, &wg_barrier, leader, batch, row0, n0 as u32) };
+            unsafe { epilogue_staged::<O>(&acc, &target) };
         } else {
             // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
             unsafe { epilogue::<O>(&acc, p, batch as u32, row0, n0 as u32) };

@@ -34,46 +34,48 @@ const _: () = assert!(BLOCK_N == 2 * EPILOGUE_COLS, "the epilogue is written as 
 /// edges.
 ///
 /// # Safety
-/// `d_map` is a 3-D map of D (N × M × batch, box 64 × 64 × 1, 128-byte swizzle) of the staged
-/// type; `staging` belongs to this warpgroup; `barrier` counts exactly its 128 threads; the
-/// whole warpgroup calls this together; `p` as for [`finish`].
-#[allow(clippy::too_many_arguments)]
+/// `target.d_map` is a 3-D map of D (N × M × batch, box 64 × 64 × 1, 128-byte swizzle) of the
+/// staged type; `target.staging` belongs to this warpgroup; `target.barrier` counts exactly its
+/// 128 threads; the whole warpgroup calls this together; `target.p` as for [`finish`].
 #[inline(always)]
-pub unsafe fn epilogue_staged<O: Output>(
-    acc: &Acc,
-    p: &GemmParams,
-    d_map: &TensorMap,
-    staging: &Staging<O>,
-    barrier: &NamedBarrier<128>,
-    leader: bool,
-    batch: i32,
-    row0: u32,
-    col0: u32,
-) {
+pub unsafe fn epilogue_staged<O: Output>(acc: &Acc, target: &StagedStore<'_, O>) {
     // SAFETY: forwarded to both passes (function contract).
     unsafe {
-        epilogue_pass::<O, 0>(acc, p, d_map, staging, barrier, leader, batch, row0, col0);
-        epilogue_pass::<O, 1>(acc, p, d_map, staging, barrier, leader, batch, row0, col0);
+        epilogue_pass::<O, 0>(acc, target);
+        epilogue_pass::<O, 1>(acc, target);
     }
+}
+
+/// Where and how one warpgroup's block goes through staging to D: the launch parameters, D's
+/// tensor map, this warpgroup's staging boxes and named barrier, whether this thread is the
+/// warpgroup's leader, and the block's batch and top-left element of D.
+#[derive(Clone, Copy)]
+pub struct StagedStore<'a, O: Output> {
+    /// The launch parameters (alpha, C, bias, activation).
+    pub p: &'a GemmParams,
+    /// D's tensor map.
+    pub d_map: &'a TensorMap,
+    /// This warpgroup's staging boxes.
+    pub staging: &'a Staging<O>,
+    /// This warpgroup's named barrier (128 threads).
+    pub barrier: &'a NamedBarrier<128>,
+    /// Whether this thread issues the warpgroup's TMA stores.
+    pub leader: bool,
+    /// Batch of the block.
+    pub batch: i32,
+    /// First row of D the block covers.
+    pub row0: u32,
+    /// First column of D the block covers.
+    pub col0: u32,
 }
 
 /// Pass `PASS` of [`epilogue_staged`]: columns `PASS·EPILOGUE_COLS ..` of the block.
 ///
 /// # Safety
 /// As for [`epilogue_staged`].
-#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn epilogue_pass<O: Output, const PASS: usize>(
-    acc: &Acc,
-    p: &GemmParams,
-    d_map: &TensorMap,
-    staging: &Staging<O>,
-    barrier: &NamedBarrier<128>,
-    leader: bool,
-    batch: i32,
-    row0: u32,
-    col0: u32,
-) {
+unsafe fn epilogue_pass<O: Output, const PASS: usize>(acc: &Acc, target: &StagedStore<'_, O>) {
+    let StagedStore { p, d_map, staging, barrier, leader, batch, row0, col0 } = *target;
     if leader {
         // The previous pass's stores have finished reading the staging boxes.
         tma::wait_group_read::<0>();

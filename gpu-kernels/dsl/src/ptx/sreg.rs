@@ -83,34 +83,30 @@ sreg_u32! {
     cluster_nctarank => "%cluster_nctarank";
 }
 
-/// `%tid.x`, read where it is written: the read is not marked `pure`, so LLVM neither merges
-/// it with other reads nor hoists it (or anything computed from it) out of a loop.
-///
-/// Emits `mov.u32 %r, %tid.x;`.
-///
-/// # Safety
-/// None beyond running on the device.
-#[inline(always)]
-pub unsafe fn tid_x_in_place() -> u32 {
-    let r: u32;
-    // SAFETY: a special-register read has no side effects (declared as having some only to
-    // pin it in place).
-    unsafe { asm!("mov.u32 {0}, %tid.x;", out(reg32) r, options(nomem, nostack)) };
-    r
+macro_rules! sreg_u32_in_place {
+    ($($(#[$doc:meta])* $name:ident => $reg:literal;)*) => {$(
+        $(#[$doc])*
+        #[doc = concat!("\n\nEmits `mov.u32 %r, ", $reg, ";`.")]
+        ///
+        /// # Safety
+        /// None beyond running on the device.
+        #[inline(always)]
+        pub unsafe fn $name() -> u32 {
+            let r: u32;
+            // SAFETY: a special-register read has no side effects (declared as having some
+            // only to pin it in place).
+            unsafe { asm!(concat!("mov.u32 {0}, ", $reg, ";"), out(reg32) r, options(nomem, nostack)) };
+            r
+        }
+    )*};
 }
 
-/// `%ctaid.x`, read where it is written (not `pure`; see [`tid_x_in_place`]).
-///
-/// Emits `mov.u32 %r, %ctaid.x;`.
-///
-/// # Safety
-/// None beyond running on the device.
-#[inline(always)]
-pub unsafe fn ctaid_x_in_place() -> u32 {
-    let r: u32;
-    // SAFETY: as for `tid_x_in_place`.
-    unsafe { asm!("mov.u32 {0}, %ctaid.x;", out(reg32) r, options(nomem, nostack)) };
-    r
+sreg_u32_in_place! {
+    /// `%tid.x`, read where it is written: the read is not marked `pure`, so LLVM neither
+    /// merges it with other reads nor hoists it (or anything computed from it) out of a loop.
+    tid_x_in_place => "%tid.x";
+    /// `%ctaid.x`, read where it is written (not `pure`; see [`tid_x_in_place`]).
+    ctaid_x_in_place => "%ctaid.x";
 }
 
 /// Global nanosecond timer.
