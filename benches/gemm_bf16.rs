@@ -22,7 +22,7 @@ use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
 use half::bf16;
-use warpforge::{Consumers, Device, Epilogue, GemmProblem, Warpforge};
+use warpforge::{Consumers, Device, Epilogue, GemmProblem, TileWidth, Warpforge};
 
 /// Bytes of operands that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
@@ -122,12 +122,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let blas = CudaBlas::new(stream.clone())?;
     let ctx = device.context().clone();
     println!(
-        "{} — warpforge bf16 GEMM (consumers chosen per shape; both arrangements forced in the last \
-         columns) vs cuBLAS (bf16 in/out, f32 accumulate)",
+        "{} — warpforge bf16 GEMM (variant chosen per shape; cooperative, ping-pong and narrow-tile \
+         variants forced in the last columns) vs cuBLAS (bf16 in/out, f32 accumulate)",
         device.attributes().name
     );
     println!(
-        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8}",
+        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8}",
         "group",
         "M",
         "N",
@@ -141,7 +141,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "issue",
         "cuBLAS",
         "coop",
-        "pingpong"
+        "pingpong",
+        "narrow"
     );
     let mut rows = Vec::new();
     for shape in shapes(quick, probe).into_iter().filter(|s| only_m.is_none_or(|m| s.m == m)) {
@@ -173,8 +174,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let run_ours = |set: &mut Set| {
             wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
-        let arrangements =
-            [Consumers::Cooperative, Consumers::PingPong].map(|consumers| GemmProblem { consumers, ..problem });
+        let arrangements = [
+            (Consumers::Cooperative, TileWidth::Wide),
+            (Consumers::PingPong, TileWidth::Wide),
+            (Consumers::Cooperative, TileWidth::Narrow),
+        ]
+        .map(|(consumers, tile_width)| GemmProblem { consumers, tile_width, ..problem });
         let run_forced = |forced: &GemmProblem, set: &mut Set| {
             wf.gemm::<bf16, bf16>(&stream, forced, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
@@ -194,7 +199,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // |D| ≈ √K for uniform(-1,1) inputs; bf16 output rounding allows about 2^-8 of that.
         let tolerance = (k as f32).sqrt() * 2.0f32.powi(-6);
         assert!(max_diff <= tolerance, "{m}×{n}×{k}: ours and cuBLAS differ by {max_diff} (> {tolerance})");
-        // Both forced arrangements agree with cuBLAS too (sampled the same way).
+        // Every forced variant agrees with cuBLAS too (sampled the same way).
         for forced in &arrangements {
             run_forced(forced, &mut sets[0])?;
             let forced_d = stream.clone_dtoh(&sets[0].d_ours)?;
@@ -202,7 +207,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .step_by(step)
                 .map(|i| (forced_d[i].to_f32() - theirs[i].to_f32()).abs())
                 .fold(0.0f32, f32::max);
-            assert!(diff <= tolerance, "{m}×{n}×{k} {:?}: differs from cuBLAS by {diff}", forced.consumers);
+            let variant = (forced.consumers, forced.tile_width);
+            assert!(diff <= tolerance, "{m}×{n}×{k} {variant:?}: differs from cuBLAS by {diff}");
         }
 
         // Warm-up, and reps so one timed batch runs ≥ ~10 ms.
@@ -219,7 +225,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let per_pair = start.elapsed().as_secs_f64() / launches as f64;
         let reps = ((0.01 / (per_pair / 2.0)).ceil() as usize).clamp(3, 200);
         let (mut t_ours, mut t_blas) = (Vec::new(), Vec::new());
-        let mut t_forced = [Vec::new(), Vec::new()];
+        let mut t_forced = [Vec::new(), Vec::new(), Vec::new()];
         // Host time to issue one call (validation, descriptors, launch): when it exceeds the
         // GPU time, the stream starves and the event timing measures the host instead.
         let (mut issue_ours, mut issue_blas) = (Vec::new(), Vec::new());
@@ -260,10 +266,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ratio = ours_tf / blas_tf;
         let (gpu_us, issue_us) = (flops / ours_tf / 1e6, median(&mut issue_ours) * 1e6);
         let issue_blas_us = median(&mut issue_blas) * 1e6;
-        let [coop_tf, pingpong_tf] = t_forced.map(|mut t| flops / median(&mut t) / 1e12);
+        let [coop_tf, pingpong_tf, narrow_tf] = t_forced.map(|mut t| flops / median(&mut t) / 1e12);
         println!(
             "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e} \
-             {gpu_us:>8.1} {issue_us:>7.1} {issue_blas_us:>7.1} {coop_tf:>8.1} {pingpong_tf:>8.1}"
+             {gpu_us:>8.1} {issue_us:>7.1} {issue_blas_us:>7.1} {coop_tf:>8.1} {pingpong_tf:>8.1} {narrow_tf:>8.1}"
         );
         rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
     }

@@ -15,14 +15,14 @@ use cudarc::driver::{
     CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
 };
 use warpforge_abi::gemm_sm90::{
-    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS, PINGPONG_BLOCK_M, SMEM_BYTES,
-    STORE_BOX_COLS, THREADS,
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, FLAGS_PER_CTA, NARROW_BLOCK_N, PARTIAL_SLOT_FLOATS, PINGPONG_BLOCK_M,
+    SMEM_BYTES, STORE_BOX_COLS, THREADS,
 };
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
 use warpforge_logic::schedule::heuristic::{
-    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
+    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, modeled_iterations, pure_stream_k_grid,
 };
 use warpforge_logic::schedule::stream_k::StreamKMode;
 
@@ -50,6 +50,22 @@ pub enum Consumers {
     /// epilogue runs while the other's main loop keeps the tensor cores busy. Data-parallel
     /// schedules only; bf16 → bf16 and f16 → f16 (other types are refused when forced).
     PingPong,
+}
+
+/// Columns of D per tile of the sm_90 kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TileWidth {
+    /// warpforge's choice per call (see [`TileWidth::Narrow`] for when it is picked).
+    #[default]
+    Auto,
+    /// 256 columns (128 × 256 cooperative tiles, 64 × 256 ping-pong tiles), a 4-stage ring:
+    /// every arrangement, schedule and input/output type.
+    Wide,
+    /// 128 columns (128 × 128 tiles, cooperative consumers), a 6-stage ring holding the same
+    /// bytes: twice the tiles of [`TileWidth::Wide`], so problems with few tiles (small M) split
+    /// K over fewer CTAs per tile and hand over half-size partials. bf16 → bf16 and f16 → f16,
+    /// every schedule; forcing it with other types or with ping-pong consumers is refused.
+    Narrow,
 }
 
 /// One GEMM call's shapes, layouts, strides and epilogue.
@@ -85,6 +101,8 @@ pub struct GemmProblem {
     pub activation: Activation,
     /// Consumer arrangement of the kernel (a performance choice; results are the same).
     pub consumers: Consumers,
+    /// Tile width of the kernel (a performance choice; results are the same).
+    pub tile_width: TileWidth,
 }
 
 impl GemmProblem {
@@ -106,6 +124,7 @@ impl GemmProblem {
             beta: 0.0,
             activation: Activation::None,
             consumers: Consumers::Auto,
+            tile_width: TileWidth::Auto,
         }
     }
 
@@ -215,6 +234,42 @@ fn prefer_pingpong(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool
     fill(pingpong_tiles) >= 95 && fill(cooperative_tiles) <= 90
 }
 
+/// The narrow-tile entry for these types, if there is one.
+fn narrow_kernel_name(input: &str, output: &str) -> Option<&'static str> {
+    match (input, output) {
+        ("bf16", "bf16") => Some(entries::GEMM_BF16_BF16_NARROW),
+        ("f16", "f16") => Some(entries::GEMM_F16_F16_NARROW),
+        _ => None,
+    }
+}
+
+/// Whether [`TileWidth::Auto`] runs 128 × 128 tiles for this shape on `sms` SMs: where the
+/// schedule model (`modeled_iterations`: whole waves, and the last partial wave whole or split
+/// by stream-K) says they finish first. A narrow iteration moves half a wide one's work, and
+/// each narrow tile costs about 1.5 narrow iterations more in fixed overhead (fill, epilogue);
+/// both fitted to the H200 with the three variants forced in one process (docs/PERF.md: narrow
+/// was 1.5–2 % slower where both tilings quantise the same at K = 4096, 4 % at K = 2048, equal
+/// at K ≥ 11008). It wins where the wide tiles quantise badly: few tiles (M = 128: +18 to +27 %,
+/// fewer CTAs per split tile, half-size partials), a partial last wave (1152 × 8192 +4 %,
+/// 1024 × 11008 +3.6 %), and long grids whose last wide wave is half empty (8192³ +2.9 %).
+fn prefer_narrow(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool {
+    let (tiles_m, k_slices) = ((m.div_ceil(BLOCK_M as usize) * batch) as u64, k.div_ceil(BLOCK_K as usize) as u64);
+    let narrow_tiles_n = n.div_ceil(NARROW_BLOCK_N as usize) as u64;
+    let (Ok(tiles_m), Ok(k_slices), Ok(wide_n), Ok(narrow_n)) = (
+        u32::try_from(tiles_m),
+        u32::try_from(k_slices),
+        u32::try_from(n.div_ceil(BLOCK_N as usize)),
+        u32::try_from(narrow_tiles_n),
+    ) else {
+        return false;
+    };
+    let wide = modeled_iterations(tiles_m, wide_n, k_slices, sms) as u128;
+    let narrow = modeled_iterations(tiles_m, narrow_n, k_slices, sms) as u128;
+    let narrow_rounds = (tiles_m as u128 * narrow_n as u128).div_ceil(sms.max(1) as u128);
+    // narrow/2 + 0.75 · rounds < wide, in integers.
+    2 * narrow + 3 * narrow_rounds < 4 * wide
+}
+
 fn kernel_name(input: &str, output: &str) -> &'static str {
     match (input, output) {
         ("bf16", "bf16") => entries::GEMM_BF16_BF16,
@@ -224,6 +279,34 @@ fn kernel_name(input: &str, output: &str) -> &'static str {
         ("f16", "f16") => entries::GEMM_F16_F16,
         _ => entries::GEMM_F16_F32,
     }
+}
+
+/// The kernel variant of one call, `(ping-pong, narrow)`: forced choices are checked against
+/// the entries that exist; `Auto` picks the narrow tile first (few tiles), then ping-pong.
+fn variant<I: GemmInput, O: GemmOutput>(p: &GemmProblem, sms: u32) -> Result<(bool, bool)> {
+    let has_pingpong = pingpong_kernel_name(I::NAME, O::NAME).is_some();
+    let has_narrow = narrow_kernel_name(I::NAME, O::NAME).is_some();
+    let types = format!("{} → {}", I::NAME, O::NAME);
+    let narrow = match p.tile_width {
+        TileWidth::Wide => false,
+        TileWidth::Narrow => {
+            check(has_narrow, || format!("narrow tiles exist for bf16 → bf16 and f16 → f16, not {types}"))?;
+            check(p.consumers != Consumers::PingPong, || "narrow tiles run cooperative consumers only".into())?;
+            true
+        }
+        TileWidth::Auto => {
+            has_narrow && p.consumers != Consumers::PingPong && prefer_narrow(p.m, p.n, p.k, p.batch, sms)
+        }
+    };
+    let pingpong = match p.consumers {
+        Consumers::Cooperative => false,
+        Consumers::PingPong => {
+            check(has_pingpong, || format!("ping-pong consumers exist for bf16 → bf16 and f16 → f16, not {types}"))?;
+            true
+        }
+        Consumers::Auto => has_pingpong && !narrow && prefer_pingpong(p.m, p.n, p.k, p.batch, sms),
+    };
+    Ok((pingpong, narrow))
 }
 
 /// Optional epilogue operands.
@@ -299,28 +382,20 @@ impl Warpforge {
         // Operands TMA can read in place, or K-major scratch copies.
         let a_k_major = self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, lda, sa, p.batch)?;
         let b_k_major = self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, ldb, sb, p.batch)?;
-        let a_map = a_k_major.map(A_BOX_ROWS)?;
-        let b_map = b_k_major.map(BLOCK_N)?;
 
-        let pingpong_entry = pingpong_kernel_name(I::NAME, O::NAME);
-        let pingpong = match p.consumers {
-            Consumers::Cooperative => false,
-            Consumers::PingPong => {
-                check(pingpong_entry.is_some(), || {
-                    format!("ping-pong consumers exist for bf16 → bf16 and f16 → f16, not {} → {}", I::NAME, O::NAME)
-                })?;
-                true
-            }
-            Consumers::Auto => pingpong_entry.is_some() && prefer_pingpong(p.m, p.n, p.k, p.batch, self.sm_count()),
-        };
+        let (pingpong, narrow) = variant::<I, O>(p, self.sm_count())?;
         let block_m = if pingpong { PINGPONG_BLOCK_M } else { BLOCK_M };
+        let block_n = if narrow { NARROW_BLOCK_N } else { BLOCK_N };
+        let a_map = a_k_major.map(A_BOX_ROWS)?;
+        let b_map = b_k_major.map(block_n)?;
         let tiles_m = p.m.div_ceil(block_m as usize) as u32;
-        let tiles_n = p.n.div_ceil(BLOCK_N as usize) as u32;
+        let tiles_n = p.n.div_ceil(block_n as usize) as u32;
         let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
         check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
         let k_slices = p.k.div_ceil(BLOCK_K as usize) as u32;
-        let entry = match pingpong_entry {
-            Some(name) if pingpong => name,
+        let entry = match (pingpong_kernel_name(I::NAME, O::NAME), narrow_kernel_name(I::NAME, O::NAME)) {
+            (Some(name), _) if pingpong => name,
+            (_, Some(name)) if narrow => name,
             _ => kernel_name(I::NAME, O::NAME),
         };
         let kernel = self.module().kernel(entry)?;
@@ -612,6 +687,51 @@ mod tests {
         assert!(!pp(2176, 8192, 4096) && !pp(4352, 8192, 4096) && !pp(1024, 7168, 2048));
         // Batches count like rows.
         assert_eq!(prefer_pingpong(128, 7168, 2048, 1, H200_SMS), prefer_pingpong(64, 7168, 2048, 2, H200_SMS));
+    }
+
+    #[test]
+    fn narrow_tiles_are_chosen_where_they_measured_faster() {
+        use super::prefer_narrow;
+        let narrow = |m, n, k| prefer_narrow(m, n, k, 1, H200_SMS);
+        // Few tiles: every M = 128 projection.
+        for (n, k) in [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336), (7168, 2048)] {
+            assert!(narrow(128, n, k), "128 × {n} × {k}");
+        }
+        // A partial last wave the narrow tiles fill better, or a half-empty last wide wave.
+        assert!(narrow(1152, 8192, 4096) && narrow(2176, 8192, 4096) && narrow(1024, 11008, 4096));
+        assert!(narrow(6144, 6144, 6144) && narrow(8192, 8192, 8192) && narrow(16384, 4096, 14336));
+        // Both tilings quantise the same: wide (narrow measured 1.5–4 % slower).
+        assert!(!narrow(2048, 2048, 2048) && !narrow(4096, 4096, 4096) && !narrow(1024, 8192, 4096));
+        assert!(!narrow(4096, 7168, 2048) && !narrow(1024, 7168, 2048) && !narrow(16384, 11008, 4096));
+        // Batches count like rows; absurd sizes do not overflow.
+        assert_eq!(prefer_narrow(128, 4096, 4096, 9, H200_SMS), prefer_narrow(1152, 4096, 4096, 1, H200_SMS));
+        assert!(!prefer_narrow(usize::MAX / 2, 1 << 40, 1 << 40, 1, H200_SMS));
+    }
+
+    #[test]
+    fn forced_variants_are_checked_and_auto_prefers_narrow_tiles() {
+        use super::{Consumers, GemmProblem, TileWidth, variant};
+        use half::{bf16, f16};
+        let with = |m, n, k, consumers, tile_width| GemmProblem { consumers, tile_width, ..GemmProblem::new(m, n, k) };
+        let auto = |m, n, k| variant::<bf16, bf16>(&with(m, n, k, Consumers::Auto, TileWidth::Auto), H200_SMS).unwrap();
+        assert_eq!(auto(128, 4096, 4096), (false, true));
+        assert_eq!(auto(128, 14336, 4096), (false, true), "narrow before ping-pong");
+        assert_eq!(auto(16384, 11008, 4096), (true, false));
+        assert_eq!(auto(4096, 4096, 4096), (false, false));
+        // Types without narrow or ping-pong entries fall back to the wide cooperative kernel.
+        let plain = with(128, 4096, 4096, Consumers::Auto, TileWidth::Auto);
+        assert_eq!(variant::<bf16, f32>(&plain, H200_SMS).unwrap(), (false, false));
+        // Forcing one arrangement steers Auto's choice of the other.
+        let pingpong = with(128, 4096, 4096, Consumers::PingPong, TileWidth::Auto);
+        assert_eq!(variant::<f16, f16>(&pingpong, H200_SMS).unwrap(), (true, false));
+        let narrow = with(4096, 4096, 4096, Consumers::Auto, TileWidth::Narrow);
+        assert_eq!(variant::<f16, f16>(&narrow, H200_SMS).unwrap(), (false, true));
+        let wide = with(128, 4096, 4096, Consumers::Auto, TileWidth::Wide);
+        assert_eq!(variant::<bf16, bf16>(&wide, H200_SMS).unwrap(), (false, false));
+        // Refused: a variant the types lack, and the combination no entry runs.
+        assert!(variant::<bf16, f32>(&narrow, H200_SMS).is_err());
+        let both = with(128, 4096, 4096, Consumers::PingPong, TileWidth::Narrow);
+        assert!(variant::<bf16, bf16>(&both, H200_SMS).is_err());
     }
 
     fn schedule(m: u32, n: u32, k: u32) -> GemmSchedule {

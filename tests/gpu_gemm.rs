@@ -15,7 +15,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, Consumers, Epilogue, Error, GemmProblem, Layout};
+use warpforge::{Activation, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 
@@ -95,6 +95,7 @@ struct Case {
     with_bias: bool,
     activation: Activation,
     consumers: Consumers,
+    tile_width: TileWidth,
     seed: u64,
 }
 
@@ -116,6 +117,7 @@ impl Case {
             with_bias: false,
             activation: Activation::None,
             consumers: Consumers::Auto,
+            tile_width: TileWidth::Auto,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
         }
     }
@@ -154,6 +156,7 @@ impl Geometry {
         problem.beta = case.beta;
         problem.activation = case.activation;
         problem.consumers = case.consumers;
+        problem.tile_width = case.tile_width;
         let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
@@ -403,8 +406,11 @@ prop_compose! {
     ) -> Case {
         // beta != 0 needs C; with beta == 0, C is passed or not (and must be ignored).
         let with_c = with_c || beta != 0.0;
-        let consumers = Consumers::Auto;
-        Case { m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, consumers, seed }
+        let (consumers, tile_width) = (Consumers::Auto, TileWidth::Auto);
+        Case {
+            m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, consumers,
+            tile_width, seed,
+        }
     }
 }
 
@@ -458,6 +464,16 @@ proptest! {
         }
     }
 
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_narrow_matches_f64(case in any_case(), f16_types in any::<bool>()) {
+        let case = Case { consumers: Consumers::Cooperative, tile_width: TileWidth::Narrow, ..case };
+        if f16_types {
+            run_case::<f16, f16>(&case);
+        } else {
+            run_case::<bf16, bf16>(&case);
+        }
+    }
 }
 
 /// Every layout pair under three pitch regimes, so each host path is taken for certain:
@@ -556,6 +572,36 @@ fn gemm_pingpong_shapes_match_f64() {
     run_case::<bf16, bf16>(&Case { a_layout: Layout::ColMajor, b_layout: Layout::RowMajor, ..pp(129, 300, 1031, 2) });
 }
 
+/// Narrow (128 × 128) tiles, forced, on every schedule they meet: pure stream-K over the whole
+/// GPU (32 tiles split four ways, ranges straddling tiles), the hybrid (576 tiles: four full
+/// waves, the 48 left over split), several tiles per CTA, a ragged N that is not a multiple of
+/// 128, batches with the whole epilogue, direct stores (a padded D pitch), both layouts, and
+/// a 1 × 1 × 1 problem.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_narrow_shapes_match_f64() {
+    let narrow = |m, n, k, batch| Case { tile_width: TileWidth::Narrow, ..Case::plain(m, n, k, batch) };
+    run_case::<bf16, bf16>(&narrow(128, 4096, 4096, 1));
+    run_case::<f16, f16>(&narrow(128, 4096 - 72, 4096 + 40, 1));
+    run_case::<bf16, bf16>(&narrow(1152, 8192, 1024, 1));
+    run_case::<f16, f16>(&narrow(2048, 2048, 512, 1));
+    run_case::<bf16, bf16>(&Case {
+        alpha: -0.75,
+        beta: 0.5,
+        with_c: true,
+        with_bias: true,
+        activation: Activation::GeluTanh,
+        ..narrow(641, 2303, 777, 3)
+    });
+    run_case::<f16, f16>(&Case { pads: [0, 0, 0, 3], ..narrow(300, 200, 1000, 2) });
+    run_case::<bf16, bf16>(&Case {
+        a_layout: Layout::ColMajor,
+        b_layout: Layout::RowMajor,
+        ..narrow(129, 300, 1031, 2)
+    });
+    run_case::<bf16, bf16>(&narrow(1, 1, 1, 1));
+}
+
 /// Each invalid argument is an `Error::InvalidArgument`, and nothing is launched: D keeps its
 /// poison. A valid call on the same buffers succeeds first, so each rejection is due to its
 /// one change.
@@ -585,7 +631,7 @@ fn gemm_rejects_invalid_arguments_without_launching() {
         change(&mut p);
         p
     };
-    let bad_problems: [(&str, GemmProblem); 13] = [
+    let bad_problems: [(&str, GemmProblem); 14] = [
         ("k = 0", with(&|p| p.k = 0)),
         ("m = 0", with(&|p| p.m = 0)),
         ("n = 0", with(&|p| p.n = 0)),
@@ -599,6 +645,7 @@ fn gemm_rejects_invalid_arguments_without_launching() {
         ("alpha NaN", with(&|p| p.alpha = f32::NAN)),
         ("batch 2 on one batch of buffers", with(&|p| p.batch = 2)),
         ("ping-pong forced for bf16 → f32", with(&|p| p.consumers = Consumers::PingPong)),
+        ("narrow tiles forced for bf16 → f32", with(&|p| p.tile_width = TileWidth::Narrow)),
     ];
     for (what, problem) in &bad_problems {
         expect_invalid(what, wf.gemm::<bf16, f32>(stream, problem, &a, &b, Epilogue::default(), &mut d));
@@ -615,6 +662,13 @@ fn gemm_rejects_invalid_arguments_without_launching() {
     expect_invalid("ldc < N", wf.gemm(stream, &with(&|p| (p.beta, p.ldc) = (0.5, n - 1)), &a, &b, ldc_small, &mut d));
     let bias_short = Epilogue { c: None, bias: Some(bias.slice(short(n))) };
     expect_invalid("bias one short", wf.gemm(stream, &base, &a, &b, bias_short, &mut d));
+
+    // A combination that no entry runs, with types that have both variants.
+    let both = with(&|p| (p.tile_width, p.consumers) = (TileWidth::Narrow, Consumers::PingPong));
+    let d16_poison = vec![bf16::NAN; m * n];
+    let mut d16 = stream.clone_htod(&d16_poison).unwrap();
+    expect_invalid("narrow tiles with ping-pong forced", wf.gemm(stream, &both, &a, &b, Epilogue::default(), &mut d16));
+    assert!(stream.clone_dtoh(&d16).unwrap().iter().all(|v| v.is_nan()), "a rejected call wrote D");
 
     let after = stream.clone_dtoh(&d).unwrap();
     assert!(after.iter().all(|v| v.is_nan()), "a rejected call wrote D");

@@ -68,5 +68,5 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 8, "expected the six cooperative and two ping-pong GEMM entries");
+    assert_eq!(checked, 10, "expected the six cooperative, two ping-pong and two narrow GEMM entries");
 }

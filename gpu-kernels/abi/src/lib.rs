@@ -44,10 +44,21 @@ pub mod gemm_sm90 {
     pub const EPILOGUE_COLS: u32 = 128;
     /// Rows of D per tile with ping-pong consumers (each consumer warpgroup owns whole tiles).
     pub const PINGPONG_BLOCK_M: u32 = 64;
+    /// Columns of D per tile of the narrow entries (`*_narrow_sm90`): 128 × 128 tiles, twice as
+    /// many as the wide ones, so problems with few tiles split K less and hand over half-size
+    /// partials.
+    pub const NARROW_BLOCK_N: u32 = 128;
+    /// Pipeline depth of the narrow entries: six 32 KiB stages, the wide ring's bytes.
+    pub const NARROW_STAGES: u32 = 6;
     /// Dynamic shared memory: the operand ring, the 16-bit output staging (BLOCK_M ×
-    /// EPILOGUE_COLS), the ring's barriers, the two ping-pong turn barriers, and alignment slack.
+    /// EPILOGUE_COLS), the ring's barriers, the two ping-pong turn barriers, and alignment slack
+    /// (the same for the narrow entries, whose ring holds as many bytes in more stages).
     pub const SMEM_BYTES: u32 =
-        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * EPILOGUE_COLS * 2 + 2 * STAGES * 8 + 2 * 8 + 1024;
+        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * 2 + BLOCK_M * EPILOGUE_COLS * 2 + 2 * NARROW_STAGES * 8 + 2 * 8 + 1024;
+    const _: () = assert!(
+        NARROW_STAGES * (BLOCK_M + NARROW_BLOCK_N) == STAGES * (BLOCK_M + BLOCK_N) && NARROW_STAGES >= STAGES,
+        "both rings fit the same shared-memory plan"
+    );
     /// Consumer warpgroups per CTA (each owns `BLOCK_M / 2` rows of the tile).
     pub const CONSUMERS: u32 = 2;
     /// Stream-K flags per CTA: one per consumer warpgroup.
@@ -103,6 +114,10 @@ pub mod entries {
     pub const GEMM_BF16_BF16_PINGPONG: &str = "gemm_bf16_bf16_pingpong_sm90";
     /// f16 → f16 with ping-pong consumers.
     pub const GEMM_F16_F16_PINGPONG: &str = "gemm_f16_f16_pingpong_sm90";
+    /// bf16 → bf16 with 128 × 128 tiles (cooperative consumers, six-stage ring).
+    pub const GEMM_BF16_BF16_NARROW: &str = "gemm_bf16_bf16_narrow_sm90";
+    /// f16 → f16 with 128 × 128 tiles.
+    pub const GEMM_F16_F16_NARROW: &str = "gemm_f16_f16_narrow_sm90";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

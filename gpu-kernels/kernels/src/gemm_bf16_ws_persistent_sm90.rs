@@ -18,17 +18,22 @@
 //!   direct stores when D cannot be written by TMA), the stores overlapping the next main loop.
 //!   Cooperative entries: both consumers share each 128 × 256 tile. Ping-pong entries
 //!   (`*_pingpong_sm90`, data-parallel only): each consumer owns whole 64 × 256 tiles and the
-//!   two alternate, so one's epilogue runs under the other's main loop.
+//!   two alternate, so one's epilogue runs under the other's main loop. Narrow entries
+//!   (`*_narrow_sm90`): cooperative on 128 × 128 tiles (`wgmma.m64n128k16`), for problems whose
+//!   wide tiles quantise badly over the SMs.
 //!
-//! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB, 32 KiB of output staging
-//! (each consumer warpgroup stages its 64 × 256 block in two passes of 128 columns), and the
-//! ring's barriers. Measured ratio vs cuBLAS: see docs/PERF.md (H200).
+//! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB (narrow: 6 stages ×
+//! (2 × 64×64 + 128×64), the same bytes), 32 KiB of output staging (each consumer warpgroup
+//! stages its 64 × N block in passes of 128 columns), and the ring's barriers. Measured ratio
+//! vs cuBLAS: see docs/PERF.md (H200).
 
-use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, STAGES};
+use warpforge_dsl::abi::gemm_sm90::{
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, NARROW_BLOCK_N, NARROW_STAGES, STAGES,
+};
 use warpforge_dsl::abi::{GemmParams, TensorMap};
 
 use crate::gemm_epilogue::Output;
-use crate::gemm_sm90_store::{Acc, StagedStore, Staging, epilogue, epilogue_staged};
+use crate::gemm_sm90_store::{StagedStore, Staging, epilogue, epilogue_staged};
 use crate::gemm_stream_k::PartialSlots;
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
@@ -40,11 +45,10 @@ use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
 use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, grid_dim, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
-use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaSs};
+use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Acc64x256F32, Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
 
-const RING: usize = STAGES as usize;
 const K_SLICE: usize = BLOCK_K as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
 const PRODUCER_REGS: u32 = 40;
@@ -55,11 +59,14 @@ const DEFAULT_RASTER_GROUP: u32 = 8;
 const TURN_ARRIVALS: u32 = 128;
 
 type ATile<T> = SmemTile<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (64, BLOCK_K)
-type BTile<T> = SmemTile<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B>; // (BLOCK_N, BLOCK_K)
+type BTile<T, const BN: usize> = SmemTile<T, BN, K_SLICE, Swizzle128B>; // (BN, BLOCK_K)
+type ARing<T, const RING: usize> = SmemTileRing<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>;
 
-/// The whole kernel, generic over input and output types and the consumer arrangement; the
-/// entries below instantiate it. `PINGPONG = false` (cooperative): both consumer warpgroups
-/// work on one 128 × 256 tile, 64 rows each. `PINGPONG = true`: every unit is a 64 × 256 tile,
+/// The whole kernel, generic over input and output types, the consumer arrangement and the
+/// tile width; the entries below instantiate it. Each consumer warpgroup accumulates a 64 × `BN`
+/// block in `W` (`Acc64x256F32` for the wide tiles, `Acc64x128F32` for the narrow ones) from a
+/// `RING`-stage ring. `PINGPONG = false` (cooperative): both consumer warpgroups work on one
+/// 128 × `BN` tile, 64 rows each. `PINGPONG = true`: every unit is a 64 × `BN` tile,
 /// and the warpgroups take the CTA's units alternately (consumer `h` takes units `h`, `h + 2`,
 /// …), so one warpgroup's epilogue runs while the other's main loop keeps the tensor cores
 /// busy. Two "turn" barriers order the main loops: a warpgroup starts waiting on the ring only
@@ -68,23 +75,25 @@ type BTile<T> = SmemTile<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B>; // (BLO
 ///
 /// # Safety
 /// `a_map`/`b_map` describe A (K × M × batch) and B (K × N × batch) with boxes 64 × 64 × 1 and
-/// 64 × 256 × 1 under 128-byte swizzle; `p` describes D (and C, bias) as documented on
+/// 64 × `BN` × 1 under 128-byte swizzle; `p` describes D (and C, bias) as documented on
 /// [`GemmParams`] (with `tiles_m` counting 64-row tiles when `PINGPONG`), all valid for the
 /// launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
+unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
     p: &GemmParams,
 ) where
-    Acc: WgmmaSs<T::Kind, T::Kind>,
+    T: WgmmaElement,
+    O: Output,
+    W: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
 {
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
-    let a_top = SmemTileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
-    let a_bottom = SmemTileRing::<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
-    let b_ring = SmemTileRing::<T, { BLOCK_N as usize }, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
+    let a_top = ARing::<T, RING>::alloc(&mut smem);
+    let a_bottom = ARing::<T, RING>::alloc(&mut smem);
+    let b_ring = SmemTileRing::<T, BN, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
     let staging = [Staging::<O>::alloc(&mut smem), Staging::<O>::alloc(&mut smem)];
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
@@ -126,14 +135,14 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
-            while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, worker, index) {
+            while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, BN as u32, worker, index) {
                 let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
                 for slice in unit.k_begin..unit.k_end {
                     let k0 = (slice * BLOCK_K) as i32;
                     if PINGPONG {
                         // SAFETY: one producer thread; the two loads below deliver exactly the
                         // announced bytes (full boxes, out-of-bounds elements zero-filled).
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, BTile<T>)>(state) };
+                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, BTile<T, BN>)>(state) };
                         // SAFETY: the maps' boxes match the tile types (host contract); the slot
                         // is free (acquired above) until the consumer releases it.
                         unsafe {
@@ -142,7 +151,7 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
                         }
                     } else {
                         // SAFETY: as above, for the three loads below.
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T>)>(state) };
+                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T, BN>)>(state) };
                         let m1 = m0 + A_BOX_ROWS as i32;
                         // SAFETY: as above; both consumers release the slot.
                         unsafe {
@@ -180,16 +189,18 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
     let mut index = first_unit;
     // The unit is decoded per trip from a block index read in place: decoding is a few
     // divisions per tile, while hoisted it would hold registers through the main loop.
-    while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, block_idx_x_in_place(), index) {
+    while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, BN as u32, block_idx_x_in_place(), index) {
         if PINGPONG && index > 0 {
             // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
             // its stages, and start once its main loop has waited on all of them.
-            if let Some(other) = work_unit::<PINGPONG>(p, &raster, &schedule, block_idx_x_in_place(), index - 1) {
+            if let Some(other) =
+                work_unit::<PINGPONG>(p, &raster, &schedule, BN as u32, block_idx_x_in_place(), index - 1)
+            {
                 state.advance_by(other.k_end - other.k_begin);
             }
             my_turn.wait(&mut turn);
         }
-        let mut acc = Acc::ZERO;
+        let mut acc = W::ZERO;
         let mut previous = state;
         // At least one slice (k ≥ 1), written as a do-while: a zero-trip path would hand the
         // accumulator registers to the final wait from ordinary moves, and ptxas would then
@@ -264,10 +275,10 @@ unsafe fn gemm<T: WgmmaElement, O: Output, const PINGPONG: bool>(
             };
             // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
             // to this warpgroup; `wg_barrier` counts its 128 threads.
-            unsafe { epilogue_staged::<O>(&acc, &target) };
+            unsafe { epilogue_staged::<O, W>(&acc, &target) };
         } else {
             // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
-            unsafe { epilogue::<O>(&acc, p, batch as u32, row0, n0 as u32) };
+            unsafe { epilogue::<O, W>(&acc, p, batch as u32, row0, n0 as u32) };
         }
         index += unit_step;
     }
@@ -292,12 +303,13 @@ struct WorkUnit {
 
 /// The `index`-th unit of `worker`, decoded: the rasterisation's M axis runs over the
 /// `tiles_m` tile rows of each batch, batch after batch; tiles have 128 rows (cooperative) or
-/// 64 (ping-pong).
+/// 64 (ping-pong) and `block_n` columns.
 #[inline(always)]
 fn work_unit<const PINGPONG: bool>(
     p: &GemmParams,
     raster: &Rasterization,
     schedule: &StreamKScheduler,
+    block_n: u32,
     worker: u32,
     index: u32,
 ) -> Option<WorkUnit> {
@@ -310,7 +322,7 @@ fn work_unit<const PINGPONG: bool>(
     Some(WorkUnit {
         batch: (tile.m / p.tiles_m) as i32,
         m0: ((tile.m % p.tiles_m) * if PINGPONG { A_BOX_ROWS } else { BLOCK_M }) as i32,
-        n0: (tile.n * BLOCK_N) as i32,
+        n0: (tile.n * block_n) as i32,
         k_begin: unit.k_begin,
         k_end: unit.k_end,
         role: unit.role,
@@ -318,8 +330,21 @@ fn work_unit<const PINGPONG: bool>(
     })
 }
 
+/// The wide tile (128 × 256, or 64 × 256 per ping-pong warpgroup): accumulator, columns, stages.
+macro_rules! wide {
+    ($input:ty, $output:ty, $pingpong:literal) => {
+        gemm::<$input, $output, Acc64x256F32, $pingpong, { BLOCK_N as usize }, { STAGES as usize }>
+    };
+}
+/// The narrow tile (128 × 128, cooperative).
+macro_rules! narrow {
+    ($input:ty, $output:ty, $pingpong:literal) => {
+        gemm::<$input, $output, Acc64x128F32, $pingpong, { NARROW_BLOCK_N as usize }, { NARROW_STAGES as usize }>
+    };
+}
+
 macro_rules! gemm_entries {
-    ($($name:ident: $input:ty => $output:ty, pingpong = $pingpong:literal;)*) => {$(
+    ($($name:ident: $input:ty => $output:ty, $tile:ident, pingpong = $pingpong:literal;)*) => {$(
         /// GEMM entry point; see the module docs and [`GemmParams`].
         ///
         /// # Safety
@@ -332,18 +357,20 @@ macro_rules! gemm_entries {
             params: GemmParams,
         ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { gemm::<$input, $output, $pingpong>(a_map, b_map, d_map, &params) }
+            unsafe { $tile!($input, $output, $pingpong)(a_map, b_map, d_map, &params) }
         }
     )*};
 }
 
 gemm_entries! {
-    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16, pingpong = false;
-    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16, pingpong = false;
-    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32, pingpong = false;
-    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16, pingpong = false;
-    gemm_f16_f16_ws_persistent_sm90: F16 => F16, pingpong = false;
-    gemm_f16_f32_ws_persistent_sm90: F16 => f32, pingpong = false;
-    gemm_bf16_bf16_pingpong_sm90: Bf16 => Bf16, pingpong = true;
-    gemm_f16_f16_pingpong_sm90: F16 => F16, pingpong = true;
+    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16, wide, pingpong = false;
+    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16, wide, pingpong = false;
+    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32, wide, pingpong = false;
+    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16, wide, pingpong = false;
+    gemm_f16_f16_ws_persistent_sm90: F16 => F16, wide, pingpong = false;
+    gemm_f16_f32_ws_persistent_sm90: F16 => f32, wide, pingpong = false;
+    gemm_bf16_bf16_pingpong_sm90: Bf16 => Bf16, wide, pingpong = true;
+    gemm_f16_f16_pingpong_sm90: F16 => F16, wide, pingpong = true;
+    gemm_bf16_bf16_narrow_sm90: Bf16 => Bf16, narrow, pingpong = false;
+    gemm_f16_f16_narrow_sm90: F16 => F16, narrow, pingpong = false;
 }

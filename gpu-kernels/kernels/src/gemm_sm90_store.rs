@@ -1,20 +1,18 @@
-//! How a consumer warpgroup of the sm_90 GEMM writes its 64 × 256 accumulator block to D:
+//! How a consumer warpgroup of the sm_90 GEMM writes its 64 × N accumulator block (N = 256 or
+//! 128) to D:
 //! staged through shared memory with `stmatrix` and stored by TMA (16-bit D with a TMA-able
 //! pitch), or written element by element (any other D). Both apply the epilogue math of
 //! [`crate::gemm_epilogue`].
 
-use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_N, EPILOGUE_COLS, STORE_BOX_COLS};
+use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, EPILOGUE_COLS, STORE_BOX_COLS};
 use warpforge_dsl::abi::{GemmParams, TensorMap};
 use warpforge_dsl::logic::fragment::acc_coord;
 use warpforge_dsl::sync::{NamedBarrier, fence_proxy_async_shared};
 use warpforge_dsl::tile::{SmemTileRing, Swizzle128B};
-use warpforge_dsl::warpgroup::{self, acc::Acc64x256F32, acc::Accumulator};
+use warpforge_dsl::warpgroup::{self, acc::Accumulator};
 use warpforge_dsl::{tma, warp};
 
 use crate::gemm_epilogue::{Output, finish};
-
-/// One consumer warpgroup's accumulators: its 64 × 256 block.
-pub type Acc = Acc64x256F32;
 
 /// One consumer warpgroup's 64 × EPILOGUE_COLS pass of its output block, as 64 × 64 TMA store
 /// boxes.
@@ -24,10 +22,9 @@ const STORE_COLS: usize = STORE_BOX_COLS as usize;
 const STORE_BOXES: usize = (EPILOGUE_COLS / STORE_BOX_COLS) as usize;
 /// Accumulator registers per epilogue pass (two per column of a thread's rows; see `acc_coord`).
 const PASS_REGS: usize = (EPILOGUE_COLS / 2) as usize;
-const _: () = assert!(BLOCK_N == 2 * EPILOGUE_COLS, "the epilogue is written as two passes");
 
-/// Writes this warpgroup's 64 × 256 block through shared memory and TMA stores, in two passes
-/// of 128 columns: each pass rounds its values into the two 64 × 64 staging boxes (128-byte
+/// Writes this warpgroup's 64 × N block through shared memory and TMA stores, in passes of 128
+/// columns (two for N = 256, one for N = 128): each pass rounds its values into the two 64 × 64 staging boxes (128-byte
 /// swizzle, so the pairs written by a warp land in distinct banks), then one thread stores them
 /// asynchronously. The second pass waits only until the first pass's stores have *read* the
 /// staging boxes; the global writes overlap the next tile's mainloop, and TMA clips the ragged
@@ -38,11 +35,14 @@ const _: () = assert!(BLOCK_N == 2 * EPILOGUE_COLS, "the epilogue is written as 
 /// staged type; `target.staging` belongs to this warpgroup; `target.barrier` counts exactly its
 /// 128 threads; the whole warpgroup calls this together; `target.p` as for [`finish`].
 #[inline(always)]
-pub unsafe fn epilogue_staged<O: Output>(acc: &Acc, target: &StagedStore<'_, O>) {
-    // SAFETY: forwarded to both passes (function contract).
+pub unsafe fn epilogue_staged<O: Output, A: Accumulator<Elem = f32>>(acc: &A, target: &StagedStore<'_, O>) {
+    const { assert!(A::REGS == PASS_REGS || A::REGS == 2 * PASS_REGS, "one or two whole passes") };
+    // SAFETY: forwarded to each pass (function contract).
     unsafe {
-        epilogue_pass::<O, 0>(acc, target);
-        epilogue_pass::<O, 1>(acc, target);
+        epilogue_pass::<O, A, 0>(acc, target);
+        if A::REGS > PASS_REGS {
+            epilogue_pass::<O, A, 1>(acc, target);
+        }
     }
 }
 
@@ -74,7 +74,10 @@ pub struct StagedStore<'a, O: Output> {
 /// # Safety
 /// As for [`epilogue_staged`].
 #[inline(always)]
-unsafe fn epilogue_pass<O: Output, const PASS: usize>(acc: &Acc, target: &StagedStore<'_, O>) {
+unsafe fn epilogue_pass<O: Output, A: Accumulator<Elem = f32>, const PASS: usize>(
+    acc: &A,
+    target: &StagedStore<'_, O>,
+) {
     let StagedStore { p, d_map, staging, barrier, leader, batch, row0, col0 } = *target;
     if leader {
         // The previous pass's stores have finished reading the staging boxes.
@@ -86,11 +89,11 @@ unsafe fn epilogue_pass<O: Output, const PASS: usize>(acc: &Acc, target: &Staged
     if p.c == 0 && p.bias == 0 && p.activation == 0 {
         // The common case gets its own unrolled copy with no per-element branches.
         // SAFETY: forwarded (function contract).
-        unsafe { stage_pass::<O, PASS>(acc, staging, t, |_, _, v| p.alpha * v) };
+        unsafe { stage_pass::<O, A, PASS>(acc, staging, t, |_, _, v| p.alpha * v) };
     } else {
         // SAFETY: forwarded (function contract).
         unsafe {
-            stage_pass::<O, PASS>(acc, staging, t, |r, c, v| {
+            stage_pass::<O, A, PASS>(acc, staging, t, |r, c, v| {
                 finish::<O>(p, v, p.alpha, batch as u32, row0 + r, col0 + c)
             })
         };
@@ -119,8 +122,8 @@ unsafe fn epilogue_pass<O: Output, const PASS: usize>(acc: &Acc, target: &Staged
 /// calls this together; `value` is safe to call for every element (it is `finish`, whose
 /// contract the caller upholds, or plain arithmetic).
 #[inline(always)]
-unsafe fn stage_pass<O: Output, const PASS: usize>(
-    acc: &Acc,
+unsafe fn stage_pass<O: Output, A: Accumulator<Elem = f32>, const PASS: usize>(
+    acc: &A,
     staging: &Staging<O>,
     t: u32,
     value: impl Fn(u32, u32, f32) -> f32,
@@ -162,13 +165,19 @@ unsafe fn stage_pass<O: Output, const PASS: usize>(
     });
 }
 
-/// Writes this warpgroup's 64 × 256 block at (`row0`, `col0`) of `batch` with direct stores
+/// Writes this warpgroup's 64 × N block at (`row0`, `col0`) of `batch` with direct stores
 /// (any output type and pitch; the fallback when D cannot be written by TMA).
 ///
 /// # Safety
 /// `p.d` valid for every in-bounds element; `p` as for [`finish`].
 #[inline(always)]
-pub unsafe fn epilogue<O: Output>(acc: &Acc, p: &GemmParams, batch: u32, row0: u32, col0: u32) {
+pub unsafe fn epilogue<O: Output, A: Accumulator<Elem = f32>>(
+    acc: &A,
+    p: &GemmParams,
+    batch: u32,
+    row0: u32,
+    col0: u32,
+) {
     let t = warpgroup::thread_index_in_place();
     let d = p.d as *mut O;
     let d_batch = batch as u64 * p.stride_d;

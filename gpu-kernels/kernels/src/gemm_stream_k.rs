@@ -77,7 +77,7 @@ impl PartialSlots {
         barrier: &NamedBarrier<128>,
         leader: bool,
     ) {
-        const { assert!(A::REGS * WARPGROUP_THREADS == HALF_SLOT_FLOATS, "one accumulator fills half a slot") };
+        const { assert!(A::REGS * WARPGROUP_THREADS <= HALF_SLOT_FLOATS, "one accumulator fits half a slot") };
         const { assert!(A::REGS % 4 == 0, "registers move four at a time") };
         let (slot, t) = (self.slot(cta, half), warpgroup::thread_index_in_place() as usize);
         let mut quad = F32x4::default();

@@ -57,6 +57,11 @@ pub const fn tail_stream_k_grid(tiles: u32, k_iters_per_tile: u32, workers: u32,
 /// The model behind [`pure_stream_k_grid`] and [`tail_stream_k_grid`]; `straddle` admits the
 /// worker-bound grid whose ranges cross tile boundaries.
 const fn split_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits: u32, straddle: bool) -> u32 {
+    split_plan(tiles, k_iters_per_tile, workers, max_splits, straddle).1
+}
+
+/// [`split_grid`]'s choice as (modelled cost in iterations, grid).
+const fn split_plan(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits: u32, straddle: bool) -> (u64, u32) {
     let tiles = if tiles == 0 { 1 } else { tiles as u64 };
     let workers = if workers == 0 { 1 } else { workers as u64 };
     let iters = tiles * k_iters_per_tile as u64;
@@ -78,7 +83,27 @@ const fn split_grid(tiles: u32, k_iters_per_tile: u32, workers: u32, max_splits:
         }
         s += 1;
     }
-    best.1 as u32
+    (best.0, best.1 as u32)
+}
+
+/// Modelled length, in main-loop iterations of one worker, of the schedule [`choose_scheduler`]
+/// picks for uniform tiles: full waves of whole tiles, then the last partial wave either whole
+/// (one more tile's loop) or split by the stream-K model (its longest worker plus the fix-up).
+/// Kernels with tiles of different sizes compare their variants with it (in iterations scaled
+/// to a common tile).
+pub const fn modeled_iterations(tiles_m: u32, tiles_n: u32, k_iters_per_tile: u32, workers: u32) -> u64 {
+    let workers = if workers == 0 { 1 } else { workers } as u64;
+    let tiles = tiles_m as u64 * tiles_n as u64;
+    let k = k_iters_per_tile as u64;
+    let (waves, last_wave) = (tiles / workers, tiles % workers);
+    if last_wave == 0 {
+        return waves * k;
+    }
+    if k_iters_per_tile < STREAM_K_MIN_K_ITERS || tiles > u32::MAX as u64 {
+        return (waves + 1) * k;
+    }
+    let (cost, grid) = split_plan(last_wave as u32, k_iters_per_tile, workers as u32, STREAM_K_MAX_SPLITS, waves == 0);
+    if grid as u64 == last_wave { (waves + 1) * k } else { waves * k + cost }
 }
 
 /// Band width of the grouped rasterisation (Triton's usual `GROUP_M`): eight tile-rows of A
@@ -220,6 +245,22 @@ mod tests {
         assert_eq!(pure_stream_k_grid(116, 172, H200_SMS, 4), H200_SMS);
         assert_eq!(tail_stream_k_grid(116, 172, H200_SMS, 4), 116);
         assert_eq!(tail_stream_k_grid(24, 64, H200_SMS, 4), 96);
+    }
+
+    #[test]
+    fn modeled_iterations_follow_the_chosen_schedule() {
+        // Full waves: whole loops only.
+        assert_eq!(modeled_iterations(8, 33, 64, H200_SMS), 2 * 64);
+        // A partial wave left whole (too short a loop to split): one more loop.
+        assert_eq!(modeled_iterations(12, 12, 3, H200_SMS), 2 * 3);
+        // 1152 × 8192 in 128 × 256 tiles: two waves, then 24 tiles split four ways (16
+        // iterations each, plus the fix-up of four CTAs per tile: 10 + 2 · 4).
+        assert_eq!(modeled_iterations(9, 32, 64, H200_SMS), 2 * 64 + 16 + 18);
+        // M = 128, N = 4096, K = 4096: 16 tiles over 64 CTAs.
+        assert_eq!(modeled_iterations(1, 16, 64, H200_SMS), 16 + 18);
+        // 80 tail tiles that only split unevenly stay whole.
+        assert_eq!(modeled_iterations(8, 43, 64, H200_SMS), 3 * 64);
+        assert_eq!(modeled_iterations(0, 0, 0, 0), 0);
     }
 
     #[test]
