@@ -12,7 +12,9 @@
 //!
 //! Run: `cargo bench --bench gemm_bf16` (on a GPU machine: `.gpu/bench-gemm_bf16`).
 //! Optional arguments: `quick` (three squares only), `probe` (a K sweep at two M × N, to
-//! separate per-slice from fixed costs), `m=<M>` (only shapes with that M). Writes `gemm_bf16.csv` and
+//! separate per-slice from fixed costs), `m=<M>` (only shapes with that M), `clusters` (also time
+//! the 2 × 1 cluster variant forced; off by default: it is slower, and its rounds change the
+//! card's thermal rhythm for the others). Writes `gemm_bf16.csv` and
 //! `gemm_bf16.svg` to `$OUT` (or the current directory).
 
 use std::sync::Arc;
@@ -22,7 +24,7 @@ use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
 use half::bf16;
-use warpforge::{Consumers, Device, Epilogue, GemmProblem, TileWidth, Warpforge};
+use warpforge::{Clusters, Consumers, Device, Epilogue, GemmProblem, TileWidth, Warpforge};
 
 /// Bytes of operands that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
@@ -109,6 +111,8 @@ fn median(v: &mut [f64]) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let quick = std::env::args().any(|a| a == "quick");
     let probe = std::env::args().any(|a| a == "probe");
+    // The forced variants timed: cooperative, ping-pong, narrow, and clusters on request.
+    let forced_variants = if std::env::args().any(|a| a == "clusters") { 4 } else { 3 };
     let only_m: Option<usize> = std::env::args().find_map(|a| a.strip_prefix("m=").and_then(|m| m.parse().ok()));
     let device = match Device::new(0) {
         Ok(d) => d,
@@ -123,11 +127,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = device.context().clone();
     println!(
         "{} — warpforge bf16 GEMM (variant chosen per shape; cooperative, ping-pong and narrow-tile \
-         variants forced in the last columns) vs cuBLAS (bf16 in/out, f32 accumulate)",
+         variants, and 2 × 1 clusters, forced in the last columns) vs cuBLAS (bf16 in/out, f32 accumulate)",
         device.attributes().name
     );
     println!(
-        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8}",
+        "{:<7} {:>6} {:>6} {:>6} {:>10} {:>10} {:>7} {:>6} {:>9} {:>8} {:>7} {:>7} {:>8} {:>8} {:>8} {:>8}",
         "group",
         "M",
         "N",
@@ -142,7 +146,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "cuBLAS",
         "coop",
         "pingpong",
-        "narrow"
+        "narrow",
+        "cluster"
     );
     let mut rows = Vec::new();
     for shape in shapes(quick, probe).into_iter().filter(|s| only_m.is_none_or(|m| s.m == m)) {
@@ -175,11 +180,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
         let arrangements = [
-            (Consumers::Cooperative, TileWidth::Wide),
-            (Consumers::PingPong, TileWidth::Wide),
-            (Consumers::Cooperative, TileWidth::Narrow),
+            (Consumers::Cooperative, TileWidth::Wide, Clusters::Off),
+            (Consumers::PingPong, TileWidth::Wide, Clusters::Off),
+            (Consumers::Cooperative, TileWidth::Narrow, Clusters::Off),
+            (Consumers::Cooperative, TileWidth::Wide, Clusters::Pairs),
         ]
-        .map(|(consumers, tile_width)| GemmProblem { consumers, tile_width, ..problem });
+        .map(|(consumers, tile_width, clusters)| GemmProblem { consumers, tile_width, clusters, ..problem });
         let run_forced = |forced: &GemmProblem, set: &mut Set| {
             wf.gemm::<bf16, bf16>(&stream, forced, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
@@ -200,14 +206,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let tolerance = (k as f32).sqrt() * 2.0f32.powi(-6);
         assert!(max_diff <= tolerance, "{m}×{n}×{k}: ours and cuBLAS differ by {max_diff} (> {tolerance})");
         // Every forced variant agrees with cuBLAS too (sampled the same way).
-        for forced in &arrangements {
+        for forced in arrangements.iter().take(forced_variants) {
             run_forced(forced, &mut sets[0])?;
             let forced_d = stream.clone_dtoh(&sets[0].d_ours)?;
             let diff = (0..m * n)
                 .step_by(step)
                 .map(|i| (forced_d[i].to_f32() - theirs[i].to_f32()).abs())
                 .fold(0.0f32, f32::max);
-            let variant = (forced.consumers, forced.tile_width);
+            let variant = (forced.consumers, forced.tile_width, forced.clusters);
             assert!(diff <= tolerance, "{m}×{n}×{k} {variant:?}: differs from cuBLAS by {diff}");
         }
 
@@ -225,7 +231,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let per_pair = start.elapsed().as_secs_f64() / launches as f64;
         let reps = ((0.01 / (per_pair / 2.0)).ceil() as usize).clamp(3, 200);
         let (mut t_ours, mut t_blas) = (Vec::new(), Vec::new());
-        let mut t_forced = [Vec::new(), Vec::new(), Vec::new()];
+        let mut t_forced = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
         // Host time to issue one call (validation, descriptors, launch): when it exceeds the
         // GPU time, the stream starves and the event timing measures the host instead.
         let (mut issue_ours, mut issue_blas) = (Vec::new(), Vec::new());
@@ -250,7 +256,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             end.record(&stream)?;
             end.synchronize()?;
             t_blas.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
-            for (forced, times) in arrangements.iter().zip(t_forced.iter_mut()) {
+            for (forced, times) in arrangements.iter().zip(t_forced.iter_mut()).take(forced_variants) {
                 begin.record(&stream)?;
                 for r in 0..reps {
                     run_forced(forced, &mut sets[r % sets_n])?;
@@ -266,10 +272,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let ratio = ours_tf / blas_tf;
         let (gpu_us, issue_us) = (flops / ours_tf / 1e6, median(&mut issue_ours) * 1e6);
         let issue_blas_us = median(&mut issue_blas) * 1e6;
-        let [coop_tf, pingpong_tf, narrow_tf] = t_forced.map(|mut t| flops / median(&mut t) / 1e12);
+        // Not timed (clusters off): NaN.
+        let [coop_tf, pingpong_tf, narrow_tf, cluster_tf] =
+            t_forced.map(|mut t| if t.is_empty() { f64::NAN } else { flops / median(&mut t) / 1e12 });
         println!(
             "{group:<7} {m:>6} {n:>6} {k:>6} {ours_tf:>10.1} {blas_tf:>10.1} {ratio:>7.3} {clock:>6} {max_diff:>9.2e} \
-             {gpu_us:>8.1} {issue_us:>7.1} {issue_blas_us:>7.1} {coop_tf:>8.1} {pingpong_tf:>8.1} {narrow_tf:>8.1}"
+             {gpu_us:>8.1} {issue_us:>7.1} {issue_blas_us:>7.1} {coop_tf:>8.1} {pingpong_tf:>8.1} {narrow_tf:>8.1} {cluster_tf:>8.1}"
         );
         rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
     }

@@ -15,18 +15,25 @@ use cudarc::driver::{
     CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
 };
 use warpforge_abi::gemm_sm90::{
-    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, FLAGS_PER_CTA, NARROW_BLOCK_N, PARTIAL_SLOT_FLOATS, PINGPONG_BLOCK_M,
-    SMEM_BYTES, STORE_BOX_COLS, THREADS,
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS, PINGPONG_BLOCK_M, SMEM_BYTES, STORE_BOX_COLS,
+    THREADS,
 };
 use warpforge_abi::{Activation, GemmParams, PackParams, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
 use warpforge_logic::schedule::heuristic::{
-    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, modeled_iterations, pure_stream_k_grid,
+    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
 };
 use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
+
+mod variant;
+use variant::Variant;
+pub use variant::{Clusters, Consumers, TileWidth};
+
+/// The cluster shape of the paired variant ([`Clusters::Pairs`]).
+const PAIR: [u32; 3] = [2, 1, 1];
 
 /// Storage order of a matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,37 +42,6 @@ pub enum Layout {
     RowMajor,
     /// Columns contiguous; the leading dimension is the column stride.
     ColMajor,
-}
-
-/// How the sm_90 kernel's two consumer warpgroups share the work.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Consumers {
-    /// warpforge's choice per call (see [`Consumers::PingPong`] for when it is picked).
-    #[default]
-    Auto,
-    /// Both warpgroups on one 128 × 256 tile, 64 rows each: every schedule (data-parallel,
-    /// stream-K, hybrid), every input/output type.
-    Cooperative,
-    /// Each warpgroup owns whole 64 × 256 tiles and the two alternate, so one warpgroup's
-    /// epilogue runs while the other's main loop keeps the tensor cores busy. Data-parallel
-    /// schedules only; bf16 → bf16 and f16 → f16 (other types are refused when forced).
-    PingPong,
-}
-
-/// Columns of D per tile of the sm_90 kernel.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TileWidth {
-    /// warpforge's choice per call (see [`TileWidth::Narrow`] for when it is picked).
-    #[default]
-    Auto,
-    /// 256 columns (128 × 256 cooperative tiles, 64 × 256 ping-pong tiles), a 4-stage ring:
-    /// every arrangement, schedule and input/output type.
-    Wide,
-    /// 128 columns (128 × 128 tiles, cooperative consumers), a 6-stage ring holding the same
-    /// bytes: twice the tiles of [`TileWidth::Wide`], so problems with few tiles (small M) split
-    /// K over fewer CTAs per tile and hand over half-size partials. bf16 → bf16 and f16 → f16,
-    /// every schedule; forcing it with other types or with ping-pong consumers is refused.
-    Narrow,
 }
 
 /// One GEMM call's shapes, layouts, strides and epilogue.
@@ -103,6 +79,8 @@ pub struct GemmProblem {
     pub consumers: Consumers,
     /// Tile width of the kernel (a performance choice; results are the same).
     pub tile_width: TileWidth,
+    /// Cluster shape of the kernel (a performance choice; results are the same).
+    pub clusters: Clusters,
 }
 
 impl GemmProblem {
@@ -125,6 +103,7 @@ impl GemmProblem {
             activation: Activation::None,
             consumers: Consumers::Auto,
             tile_width: TileWidth::Auto,
+            clusters: Clusters::Auto,
         }
     }
 
@@ -193,120 +172,6 @@ impl GemmOutput for half::f16 {
 impl GemmOutput for f32 {
     const NAME: &'static str = "f32";
     const TMA_STORE: bool = false;
-}
-
-/// The ping-pong entry for these types, if there is one.
-fn pingpong_kernel_name(input: &str, output: &str) -> Option<&'static str> {
-    match (input, output) {
-        ("bf16", "bf16") => Some(entries::GEMM_BF16_BF16_PINGPONG),
-        ("f16", "f16") => Some(entries::GEMM_F16_F16_PINGPONG),
-        _ => None,
-    }
-}
-
-/// Whether [`Consumers::Auto`] runs ping-pong for this shape on `sms` SMs (measured on the
-/// H200, docs/PERF.md, both arrangements forced in one process):
-/// - 128 × 256 tiles for at most half the SMs (the cooperative kernel splits K or leaves SMs
-///   idle): ping-pong's 64-row tiles double the CTAs that work without a fix-up, and win once
-///   they fill ≥ 40 % of the SMs (M = 128: N = 7168, 11008, 14336 gained 21 %, 25 %, 15 %;
-///   N = 4096, 32 tiles, lost 8–38 % against the split). With one nearly full cooperative wave
-///   (2048³: 128 tiles) cooperative was 1–3 % ahead;
-/// - long persistent loops (≥ 10 cooperative tiles per SM) with K ≤ 4096, where the hidden
-///   epilogue is a visible share of a tile: +1 % to +5 % (M = 4096 and 16384); at longer K, or
-///   fewer tiles per SM, cooperative was equal or ahead (its 128-row tiles read B half as often);
-/// - ping-pong's waves ≥ 95 % full where cooperative's are ≤ 90 % (1024 × 14336: 96 % against
-///   84 %; ping-pong +2.4 to +3.5 % in three runs, ahead of the cooperative stream-K tail).
-///   With ping-pong's own waves at 87–92 % (1152 and 2176 × 8192), cooperative was ahead.
-fn prefer_pingpong(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool {
-    let sms = sms.max(1) as u64;
-    let tiles_n = n.div_ceil(BLOCK_N as usize) as u64;
-    let cooperative_tiles_m = (m.div_ceil(BLOCK_M as usize) * batch) as u64;
-    let cooperative_tiles = cooperative_tiles_m * tiles_n;
-    let pingpong_tiles = (m.div_ceil(PINGPONG_BLOCK_M as usize) * batch) as u64 * tiles_n;
-    if cooperative_tiles * 2 <= sms {
-        return pingpong_tiles * 5 >= sms * 2;
-    }
-    if cooperative_tiles >= 10 * sms && k <= 4096 {
-        return true;
-    }
-    // Percent of the rounds of waves that is busy (100 × tiles / (rounds × SMs)).
-    let fill = |tiles: u64| 100 * tiles / (tiles.div_ceil(sms) * sms);
-    fill(pingpong_tiles) >= 95 && fill(cooperative_tiles) <= 90
-}
-
-/// The narrow-tile entry for these types, if there is one.
-fn narrow_kernel_name(input: &str, output: &str) -> Option<&'static str> {
-    match (input, output) {
-        ("bf16", "bf16") => Some(entries::GEMM_BF16_BF16_NARROW),
-        ("f16", "f16") => Some(entries::GEMM_F16_F16_NARROW),
-        _ => None,
-    }
-}
-
-/// Whether [`TileWidth::Auto`] runs 128 × 128 tiles for this shape on `sms` SMs: where the
-/// schedule model (`modeled_iterations`: whole waves, and the last partial wave whole or split
-/// by stream-K) says they finish first. A narrow iteration moves half a wide one's work, and
-/// each narrow tile costs about 1.5 narrow iterations more in fixed overhead (fill, epilogue);
-/// both fitted to the H200 with the three variants forced in one process (docs/PERF.md: narrow
-/// was 1.5–2 % slower where both tilings quantise the same at K = 4096, 4 % at K = 2048, equal
-/// at K ≥ 11008). It wins where the wide tiles quantise badly: few tiles (M = 128: +18 to +27 %,
-/// fewer CTAs per split tile, half-size partials), a partial last wave (1152 × 8192 +4 %,
-/// 1024 × 11008 +3.6 %), and long grids whose last wide wave is half empty (8192³ +2.9 %).
-fn prefer_narrow(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool {
-    let (tiles_m, k_slices) = ((m.div_ceil(BLOCK_M as usize) * batch) as u64, k.div_ceil(BLOCK_K as usize) as u64);
-    let narrow_tiles_n = n.div_ceil(NARROW_BLOCK_N as usize) as u64;
-    let (Ok(tiles_m), Ok(k_slices), Ok(wide_n), Ok(narrow_n)) = (
-        u32::try_from(tiles_m),
-        u32::try_from(k_slices),
-        u32::try_from(n.div_ceil(BLOCK_N as usize)),
-        u32::try_from(narrow_tiles_n),
-    ) else {
-        return false;
-    };
-    let wide = modeled_iterations(tiles_m, wide_n, k_slices, sms) as u128;
-    let narrow = modeled_iterations(tiles_m, narrow_n, k_slices, sms) as u128;
-    let narrow_rounds = (tiles_m as u128 * narrow_n as u128).div_ceil(sms.max(1) as u128);
-    // narrow/2 + 0.75 · rounds < wide, in integers.
-    2 * narrow + 3 * narrow_rounds < 4 * wide
-}
-
-fn kernel_name(input: &str, output: &str) -> &'static str {
-    match (input, output) {
-        ("bf16", "bf16") => entries::GEMM_BF16_BF16,
-        ("bf16", "f16") => entries::GEMM_BF16_F16,
-        ("bf16", "f32") => entries::GEMM_BF16_F32,
-        ("f16", "bf16") => entries::GEMM_F16_BF16,
-        ("f16", "f16") => entries::GEMM_F16_F16,
-        _ => entries::GEMM_F16_F32,
-    }
-}
-
-/// The kernel variant of one call, `(ping-pong, narrow)`: forced choices are checked against
-/// the entries that exist; `Auto` picks the narrow tile first (few tiles), then ping-pong.
-fn variant<I: GemmInput, O: GemmOutput>(p: &GemmProblem, sms: u32) -> Result<(bool, bool)> {
-    let has_pingpong = pingpong_kernel_name(I::NAME, O::NAME).is_some();
-    let has_narrow = narrow_kernel_name(I::NAME, O::NAME).is_some();
-    let types = format!("{} → {}", I::NAME, O::NAME);
-    let narrow = match p.tile_width {
-        TileWidth::Wide => false,
-        TileWidth::Narrow => {
-            check(has_narrow, || format!("narrow tiles exist for bf16 → bf16 and f16 → f16, not {types}"))?;
-            check(p.consumers != Consumers::PingPong, || "narrow tiles run cooperative consumers only".into())?;
-            true
-        }
-        TileWidth::Auto => {
-            has_narrow && p.consumers != Consumers::PingPong && prefer_narrow(p.m, p.n, p.k, p.batch, sms)
-        }
-    };
-    let pingpong = match p.consumers {
-        Consumers::Cooperative => false,
-        Consumers::PingPong => {
-            check(has_pingpong, || format!("ping-pong consumers exist for bf16 → bf16 and f16 → f16, not {types}"))?;
-            true
-        }
-        Consumers::Auto => has_pingpong && !narrow && prefer_pingpong(p.m, p.n, p.k, p.batch, sms),
-    };
-    Ok((pingpong, narrow))
 }
 
 /// Optional epilogue operands.
@@ -383,28 +248,27 @@ impl Warpforge {
         let a_k_major = self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, lda, sa, p.batch)?;
         let b_k_major = self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, ldb, sb, p.batch)?;
 
-        let (pingpong, narrow) = variant::<I, O>(p, self.sm_count())?;
-        let block_m = if pingpong { PINGPONG_BLOCK_M } else { BLOCK_M };
-        let block_n = if narrow { NARROW_BLOCK_N } else { BLOCK_N };
-        let a_map = a_k_major.map(A_BOX_ROWS)?;
-        let b_map = b_k_major.map(block_n)?;
-        let tiles_m = p.m.div_ceil(block_m as usize) as u32;
-        let tiles_n = p.n.div_ceil(block_n as usize) as u32;
-        let tiles = tiles_m as u64 * tiles_n as u64 * p.batch as u64;
+        let variant = Variant::choose(p, I::NAME, O::NAME, self.sm_count())?;
+        let a_map = a_k_major.map(variant.a_box_rows())?;
+        let b_map = b_k_major.map(variant.b_box_rows())?;
+        let tiles_m = p.m.div_ceil(variant.block_m() as usize) as u32;
+        let tiles_n = p.n.div_ceil(variant.block_n() as usize) as u32;
+        // Tiles counted in pairs of tile rows per batch with clusters (each cluster takes two).
+        let rows = if variant.pairs { tiles_m.div_ceil(2) } else { tiles_m } as u64 * p.batch as u64;
+        let tiles = rows * tiles_n as u64 * if variant.pairs { 2 } else { 1 };
         check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
-        let k_slices = p.k.div_ceil(BLOCK_K as usize) as u32;
-        let entry = match (pingpong_kernel_name(I::NAME, O::NAME), narrow_kernel_name(I::NAME, O::NAME)) {
-            (Some(name), _) if pingpong => name,
-            (_, Some(name)) if narrow => name,
-            _ => kernel_name(I::NAME, O::NAME),
-        };
-        let kernel = self.module().kernel(entry)?;
-        // Every resident slot (one CTA per SM): the stream-K schedule spreads work over all.
-        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
-        let schedule = if pingpong {
-            GemmSchedule::data_parallel(tiles_m * p.batch as u32, tiles_n, capacity, BLOCK_M / PINGPONG_BLOCK_M)
+        let (rows, k_slices) = (rows as u32, p.k.div_ceil(BLOCK_K as usize) as u32);
+        let kernel = self.module().kernel(variant.entry(I::NAME, O::NAME))?;
+        // Every resident slot (one CTA per SM; with clusters, every resident pair): the
+        // stream-K schedule spreads work over all.
+        let cluster = variant.pairs.then_some(PAIR);
+        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, cluster, u64::MAX)?.blocks;
+        let schedule = if variant.pairs {
+            GemmSchedule::pairs(rows, tiles_n, capacity / 2)
+        } else if variant.pingpong {
+            GemmSchedule::data_parallel(rows, tiles_n, capacity, BLOCK_M / PINGPONG_BLOCK_M)
         } else {
-            GemmSchedule::choose(tiles_m * p.batch as u32, tiles_n, k_slices, capacity)
+            GemmSchedule::choose(rows, tiles_n, k_slices, capacity)
         };
         let mut stream_k_cache = self.stream_k_cache().lock().map_err(|_| poisoned())?;
         let mut stream_k = if schedule.mode == StreamKMode::DataParallel {
@@ -460,7 +324,10 @@ impl Warpforge {
         };
         let mut args = KernelArgs::new();
         args.push(a_map).push(b_map).push(d_map).push(params);
-        let config = LaunchConfig::linear(schedule.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        let mut config = LaunchConfig::linear(schedule.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        if let Some(shape) = cluster {
+            config = config.with_cluster(shape);
+        }
         // SAFETY: the parameters are (A map, B map, D map, GemmParams) as the entry declares;
         // the D map is used only when `d_tma` is set, and then covers exactly D. The A/B maps
         // were validated against the live A/B buffers (or scratch copies, kept alive until the
@@ -647,6 +514,19 @@ impl GemmSchedule {
         GemmSchedule { mode, grid, raster_group }
     }
 
+    /// 2 × 1 clusters: whole tile pairs (`pair_rows` rows of pairs) round robin over at most
+    /// `clusters` clusters of two CTAs, in bands of the same height in tile rows as the
+    /// cooperative schedule's.
+    fn pairs(pair_rows: u32, tiles_n: u32, clusters: u32) -> Self {
+        let pairs = pair_rows as u64 * tiles_n as u64;
+        let grid = 2 * pairs.min(clusters.max(1) as u64) as u32;
+        GemmSchedule {
+            mode: StreamKMode::DataParallel,
+            grid,
+            raster_group: raster_group(pair_rows, tiles_n).div_ceil(2),
+        }
+    }
+
     /// Whole tiles round robin over at most `capacity` CTAs, in bands of the same height as
     /// the cooperative schedule's (`band_scale` tile rows per cooperative tile row).
     fn data_parallel(tiles_m: u32, tiles_n: u32, capacity: u32, band_scale: u32) -> Self {
@@ -668,71 +548,6 @@ mod tests {
     use warpforge_logic::schedule::stream_k::StreamKScheduler;
 
     const H200_SMS: u32 = 132;
-
-    #[test]
-    fn pingpong_is_chosen_where_it_measured_faster() {
-        use super::prefer_pingpong;
-        let pp = |m, n, k| prefer_pingpong(m, n, k, 1, H200_SMS);
-        // M = 128: ping-pong once its 64-row tiles fill 40 % of the SMs; split K below that.
-        assert!(pp(128, 14336, 4096) && pp(128, 11008, 4096) && pp(128, 7168, 2048));
-        assert!(!pp(128, 4096, 4096) && !pp(128, 4096, 14336));
-        // Long persistent loops with K ≤ 4096.
-        assert!(pp(16384, 4096, 4096) && pp(16384, 7168, 2048) && pp(4096, 11008, 4096));
-        assert!(!pp(16384, 4096, 11008) && !pp(8192, 8192, 8192));
-        // A few waves: cooperative (and its stream-K tail).
-        assert!(!pp(2048, 2048, 2048) && !pp(4096, 4096, 4096));
-        assert!(!pp(1024, 11008, 4096) && !pp(1152, 8192, 4096));
-        // Ping-pong's waves full where cooperative's are not; not where both are partial.
-        assert!(pp(1024, 14336, 4096));
-        assert!(!pp(2176, 8192, 4096) && !pp(4352, 8192, 4096) && !pp(1024, 7168, 2048));
-        // Batches count like rows.
-        assert_eq!(prefer_pingpong(128, 7168, 2048, 1, H200_SMS), prefer_pingpong(64, 7168, 2048, 2, H200_SMS));
-    }
-
-    #[test]
-    fn narrow_tiles_are_chosen_where_they_measured_faster() {
-        use super::prefer_narrow;
-        let narrow = |m, n, k| prefer_narrow(m, n, k, 1, H200_SMS);
-        // Few tiles: every M = 128 projection.
-        for (n, k) in [(4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096), (4096, 14336), (7168, 2048)] {
-            assert!(narrow(128, n, k), "128 × {n} × {k}");
-        }
-        // A partial last wave the narrow tiles fill better, or a half-empty last wide wave.
-        assert!(narrow(1152, 8192, 4096) && narrow(2176, 8192, 4096) && narrow(1024, 11008, 4096));
-        assert!(narrow(6144, 6144, 6144) && narrow(8192, 8192, 8192) && narrow(16384, 4096, 14336));
-        // Both tilings quantise the same: wide (narrow measured 1.5–4 % slower).
-        assert!(!narrow(2048, 2048, 2048) && !narrow(4096, 4096, 4096) && !narrow(1024, 8192, 4096));
-        assert!(!narrow(4096, 7168, 2048) && !narrow(1024, 7168, 2048) && !narrow(16384, 11008, 4096));
-        // Batches count like rows; absurd sizes do not overflow.
-        assert_eq!(prefer_narrow(128, 4096, 4096, 9, H200_SMS), prefer_narrow(1152, 4096, 4096, 1, H200_SMS));
-        assert!(!prefer_narrow(usize::MAX / 2, 1 << 40, 1 << 40, 1, H200_SMS));
-    }
-
-    #[test]
-    fn forced_variants_are_checked_and_auto_prefers_narrow_tiles() {
-        use super::{Consumers, GemmProblem, TileWidth, variant};
-        use half::{bf16, f16};
-        let with = |m, n, k, consumers, tile_width| GemmProblem { consumers, tile_width, ..GemmProblem::new(m, n, k) };
-        let auto = |m, n, k| variant::<bf16, bf16>(&with(m, n, k, Consumers::Auto, TileWidth::Auto), H200_SMS).unwrap();
-        assert_eq!(auto(128, 4096, 4096), (false, true));
-        assert_eq!(auto(128, 14336, 4096), (false, true), "narrow before ping-pong");
-        assert_eq!(auto(16384, 11008, 4096), (true, false));
-        assert_eq!(auto(4096, 4096, 4096), (false, false));
-        // Types without narrow or ping-pong entries fall back to the wide cooperative kernel.
-        let plain = with(128, 4096, 4096, Consumers::Auto, TileWidth::Auto);
-        assert_eq!(variant::<bf16, f32>(&plain, H200_SMS).unwrap(), (false, false));
-        // Forcing one arrangement steers Auto's choice of the other.
-        let pingpong = with(128, 4096, 4096, Consumers::PingPong, TileWidth::Auto);
-        assert_eq!(variant::<f16, f16>(&pingpong, H200_SMS).unwrap(), (true, false));
-        let narrow = with(4096, 4096, 4096, Consumers::Auto, TileWidth::Narrow);
-        assert_eq!(variant::<f16, f16>(&narrow, H200_SMS).unwrap(), (false, true));
-        let wide = with(128, 4096, 4096, Consumers::Auto, TileWidth::Wide);
-        assert_eq!(variant::<bf16, bf16>(&wide, H200_SMS).unwrap(), (false, false));
-        // Refused: a variant the types lack, and the combination no entry runs.
-        assert!(variant::<bf16, f32>(&narrow, H200_SMS).is_err());
-        let both = with(128, 4096, 4096, Consumers::PingPong, TileWidth::Narrow);
-        assert!(variant::<bf16, bf16>(&both, H200_SMS).is_err());
-    }
 
     fn schedule(m: u32, n: u32, k: u32) -> GemmSchedule {
         GemmSchedule::choose(m.div_ceil(128), n.div_ceil(256), k.div_ceil(64), H200_SMS)

@@ -22,7 +22,7 @@ pub mod gemm;
 pub mod kernels;
 pub mod ptx;
 
-pub use gemm::{Consumers, Epilogue, GemmProblem, Layout, TileWidth};
+pub use gemm::{Clusters, Consumers, Epilogue, GemmProblem, Layout, TileWidth};
 pub use kernels::Warpforge;
 pub use warpforge_abi as abi;
 pub use warpforge_abi::Activation;

@@ -15,7 +15,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
+use warpforge::{Activation, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 
@@ -96,6 +96,7 @@ struct Case {
     activation: Activation,
     consumers: Consumers,
     tile_width: TileWidth,
+    clusters: Clusters,
     seed: u64,
 }
 
@@ -118,6 +119,7 @@ impl Case {
             activation: Activation::None,
             consumers: Consumers::Auto,
             tile_width: TileWidth::Auto,
+            clusters: Clusters::Auto,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
         }
     }
@@ -157,6 +159,7 @@ impl Geometry {
         problem.activation = case.activation;
         problem.consumers = case.consumers;
         problem.tile_width = case.tile_width;
+        problem.clusters = case.clusters;
         let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
@@ -406,10 +409,10 @@ prop_compose! {
     ) -> Case {
         // beta != 0 needs C; with beta == 0, C is passed or not (and must be ignored).
         let with_c = with_c || beta != 0.0;
-        let (consumers, tile_width) = (Consumers::Auto, TileWidth::Auto);
+        let (consumers, tile_width, clusters) = (Consumers::Auto, TileWidth::Auto, Clusters::Auto);
         Case {
             m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, consumers,
-            tile_width, seed,
+            tile_width, clusters, seed,
         }
     }
 }
@@ -468,6 +471,17 @@ proptest! {
     #[ignore = "needs an NVIDIA GPU"]
     fn gemm_random_narrow_matches_f64(case in any_case(), f16_types in any::<bool>()) {
         let case = Case { consumers: Consumers::Cooperative, tile_width: TileWidth::Narrow, ..case };
+        if f16_types {
+            run_case::<f16, f16>(&case);
+        } else {
+            run_case::<bf16, bf16>(&case);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn gemm_random_cluster_pairs_match_f64(case in any_case(), f16_types in any::<bool>()) {
+        let case = Case { clusters: Clusters::Pairs, ..case };
         if f16_types {
             run_case::<f16, f16>(&case);
         } else {
@@ -602,6 +616,45 @@ fn gemm_narrow_shapes_match_f64() {
     run_case::<bf16, bf16>(&narrow(1, 1, 1, 1));
 }
 
+/// 2 × 1 clusters (forced) where the pairing is stressed: an odd number of tile rows (the last
+/// pair's second CTA past M: zeros in, every store clipped), one tile row, several pairs per
+/// cluster with batches (pairs never straddle a batch), K of one slice, the whole epilogue,
+/// direct stores (a padded D pitch), both layouts, fewer pairs than clusters, and 1 × 1 × 1.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_cluster_pair_shapes_match_f64() {
+    let pairs = |m, n, k, batch| Case { clusters: Clusters::Pairs, ..Case::plain(m, n, k, batch) };
+    run_case::<bf16, bf16>(&pairs(4096, 4096, 1024, 1));
+    run_case::<f16, f16>(&pairs(128 * 9, 8192, 256, 1));
+    run_case::<bf16, bf16>(&pairs(100, 2000, 300, 1));
+    run_case::<f16, f16>(&pairs(128 * 3 + 5, 256 * 5, 40, 5));
+    run_case::<bf16, bf16>(&Case {
+        alpha: -0.75,
+        beta: 0.5,
+        with_c: true,
+        with_bias: true,
+        activation: Activation::Silu,
+        pads: [0, 0, 0, 3],
+        ..pairs(641, 2303, 777, 3)
+    });
+    run_case::<f16, f16>(&Case { a_layout: Layout::ColMajor, b_layout: Layout::RowMajor, ..pairs(257, 300, 1031, 2) });
+    run_case::<bf16, bf16>(&pairs(1, 1, 1, 1));
+}
+
+/// The cluster entry's persistent grid holds about one pair per two SMs (clusters must fit in
+/// one GPC, so a few SMs may stay unpaired), not one cluster in all.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_cluster_entry_fills_the_gpu_with_pairs() {
+    use warpforge::abi::{entries, gemm_sm90};
+    let (_device, wf) = gpu();
+    let kernel = wf.module().kernel(entries::GEMM_BF16_BF16_CLUSTER).unwrap();
+    let plan = kernel.plan_persistent(gemm_sm90::THREADS, gemm_sm90::SMEM_BYTES, Some([2, 1, 1]), u64::MAX).unwrap();
+    println!("cluster plan on {} SMs: {plan:?}", wf.sm_count());
+    assert_eq!(plan.cluster_size, 2);
+    assert!(plan.blocks >= wf.sm_count() * 3 / 4, "{plan:?}");
+}
+
 /// Each invalid argument is an `Error::InvalidArgument`, and nothing is launched: D keeps its
 /// poison. A valid call on the same buffers succeeds first, so each rejection is due to its
 /// one change.
@@ -631,7 +684,7 @@ fn gemm_rejects_invalid_arguments_without_launching() {
         change(&mut p);
         p
     };
-    let bad_problems: [(&str, GemmProblem); 14] = [
+    let bad_problems: [(&str, GemmProblem); 15] = [
         ("k = 0", with(&|p| p.k = 0)),
         ("m = 0", with(&|p| p.m = 0)),
         ("n = 0", with(&|p| p.n = 0)),
@@ -646,6 +699,7 @@ fn gemm_rejects_invalid_arguments_without_launching() {
         ("batch 2 on one batch of buffers", with(&|p| p.batch = 2)),
         ("ping-pong forced for bf16 → f32", with(&|p| p.consumers = Consumers::PingPong)),
         ("narrow tiles forced for bf16 → f32", with(&|p| p.tile_width = TileWidth::Narrow)),
+        ("clusters forced for bf16 → f32", with(&|p| p.clusters = Clusters::Pairs)),
     ];
     for (what, problem) in &bad_problems {
         expect_invalid(what, wf.gemm::<bf16, f32>(stream, problem, &a, &b, Epilogue::default(), &mut d));
@@ -668,6 +722,10 @@ fn gemm_rejects_invalid_arguments_without_launching() {
     let d16_poison = vec![bf16::NAN; m * n];
     let mut d16 = stream.clone_htod(&d16_poison).unwrap();
     expect_invalid("narrow tiles with ping-pong forced", wf.gemm(stream, &both, &a, &b, Epilogue::default(), &mut d16));
+    let narrow_pairs = with(&|p| (p.tile_width, p.clusters) = (TileWidth::Narrow, Clusters::Pairs));
+    expect_invalid("narrow tiles in clusters", wf.gemm(stream, &narrow_pairs, &a, &b, Epilogue::default(), &mut d16));
+    let pingpong_pairs = with(&|p| (p.consumers, p.clusters) = (Consumers::PingPong, Clusters::Pairs));
+    expect_invalid("ping-pong in clusters", wf.gemm(stream, &pingpong_pairs, &a, &b, Epilogue::default(), &mut d16));
     assert!(stream.clone_dtoh(&d16).unwrap().iter().all(|v| v.is_nan()), "a rejected call wrote D");
 
     let after = stream.clone_dtoh(&d).unwrap();

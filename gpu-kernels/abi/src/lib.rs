@@ -118,6 +118,10 @@ pub mod entries {
     pub const GEMM_BF16_BF16_NARROW: &str = "gemm_bf16_bf16_narrow_sm90";
     /// f16 → f16 with 128 × 128 tiles.
     pub const GEMM_F16_F16_NARROW: &str = "gemm_f16_f16_narrow_sm90";
+    /// bf16 → bf16, 128 × 256 tiles in 2 × 1 clusters sharing each B slice by multicast.
+    pub const GEMM_BF16_BF16_CLUSTER: &str = "gemm_bf16_bf16_cluster_sm90";
+    /// f16 → f16, 128 × 256 tiles in 2 × 1 clusters.
+    pub const GEMM_F16_F16_CLUSTER: &str = "gemm_f16_f16_cluster_sm90";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

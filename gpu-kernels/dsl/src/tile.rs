@@ -125,6 +125,25 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode> SmemTile<T, 
         unsafe { p.write_volatile(value) }
     }
 
+    /// Rows `index·PART .. (index + 1)·PART` as a tile of their own (a TMA box of `PART` rows
+    /// lands there in the layout the whole tile's wgmma descriptor reads): `PART` divides `ROWS`
+    /// and is whole swizzle atoms, so the part starts on an atom boundary.
+    ///
+    /// # Panics
+    /// Never at run time; `index ≥ ROWS / PART` is the caller's bug and yields an address past
+    /// the tile (debug builds assert).
+    #[inline(always)]
+    pub fn rows<const PART: usize>(&self, index: u32) -> SmemTile<T, PART, COLS, S> {
+        const {
+            assert!(PART > 0 && ROWS.is_multiple_of(PART), "whole parts of the tile");
+            assert!((PART * COLS * core::mem::size_of::<T>()).is_multiple_of(1024), "parts start on swizzle atoms");
+        };
+        debug_assert!((index as usize) < ROWS / PART);
+        let addr = self.addr() + index * (PART * COLS * core::mem::size_of::<T>()) as u32;
+        // SAFETY: inside the tile for index < ROWS / PART, aligned to 1024 bytes (see the asserts).
+        SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData }
+    }
+
     /// The wgmma descriptor of this tile as a K-major operand (rows = M or N, columns = K).
     /// Without swizzle the tile must be one core matrix wide (8 rows of 16 bytes per group).
     #[inline(always)]

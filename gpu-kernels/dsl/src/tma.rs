@@ -149,6 +149,26 @@ pub unsafe fn load_3d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
     unsafe { raw::load_3d(dst.addr(), map, x, y, z, bar.addr()) }
 }
 
+/// [`load_3d`] once from L2, delivered to `dst` and `bar` at the same offsets in every CTA of
+/// the cluster whose rank bit is set in `cta_mask` (see [`load_2d_multicast`]).
+///
+/// # Safety
+/// As for [`load_3d`] in every destination CTA: each armed its own barrier with the tile's
+/// bytes in the current phase, and all of them run the same smem plan.
+#[inline(always)]
+pub unsafe fn load_3d_multicast<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    dst: &SmemTile<T, R, C, S>,
+    map: &TensorMap,
+    x: i32,
+    y: i32,
+    z: i32,
+    bar: &Mbarrier,
+    cta_mask: u16,
+) {
+    // SAFETY: forwarded to the caller.
+    unsafe { raw::load_3d_multicast(dst.addr(), map, x, y, z, bar.addr(), cta_mask) }
+}
+
 /// Stores `src` to the 3-D box at (`x`, `y`, `z`) (depth-1 box; `z` selects a batch). Complete
 /// with [`commit_group`] + [`wait_group`]; elements outside the tensor are not written, except
 /// past an innermost extent that is not a multiple of 16 bytes (see the raw store's safety).

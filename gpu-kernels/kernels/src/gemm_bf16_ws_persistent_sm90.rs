@@ -20,20 +20,22 @@
 //!   (`*_pingpong_sm90`, data-parallel only): each consumer owns whole 64 × 256 tiles and the
 //!   two alternate, so one's epilogue runs under the other's main loop. Narrow entries
 //!   (`*_narrow_sm90`): cooperative on 128 × 128 tiles (`wgmma.m64n128k16`), for problems whose
-//!   wide tiles quantise badly over the SMs.
+//!   wide tiles quantise badly over the SMs. Cluster entries (`*_cluster_sm90`, data-parallel
+//!   only): 2 × 1 clusters whose CTAs take vertically adjacent 128 × 256 tiles; each producer
+//!   loads half of every B slice and multicasts it to both CTAs, and each consumer releases a
+//!   stage to both producers.
 //!
 //! Shared memory: 4 stages × (2 × 64×64 + 256×64) bf16 = 192 KiB (narrow: 6 stages ×
 //! (2 × 64×64 + 128×64), the same bytes), 32 KiB of output staging (each consumer warpgroup
 //! stages its 64 × N block in passes of 128 columns), and the ring's barriers. Measured ratio
 //! vs cuBLAS: see docs/PERF.md (H200).
 
-use warpforge_dsl::abi::gemm_sm90::{
-    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, NARROW_BLOCK_N, NARROW_STAGES, STAGES,
-};
+use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_N, CONSUMERS, NARROW_BLOCK_N, NARROW_STAGES, STAGES};
 use warpforge_dsl::abi::{GemmParams, TensorMap};
 
 use crate::gemm_epilogue::Output;
 use crate::gemm_sm90_store::{StagedStore, Staging, epilogue, epilogue_staged};
+use crate::gemm_sm90_units::{Tiling, raster_rows, unit_worker, work_unit};
 use crate::gemm_stream_k::PartialSlots;
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
@@ -43,11 +45,11 @@ use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
-use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, grid_dim, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Acc64x256F32, Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
-use warpforge_dsl::{tma, warp};
+use warpforge_dsl::{cluster, tma, warp};
 
 const K_SLICE: usize = BLOCK_K as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
@@ -57,6 +59,10 @@ const CONSUMER_REGS: u32 = 232;
 const DEFAULT_RASTER_GROUP: u32 = 8;
 /// Arrivals that hand the ping-pong turn over: every thread of a consumer warpgroup.
 const TURN_ARRIVALS: u32 = 128;
+/// Rows of B each CTA of a 2 × 1 cluster loads and multicasts (half the wide tile).
+const HALF_B: usize = BLOCK_N as usize / 2;
+/// Multicast mask: both CTAs of the cluster.
+const BOTH_CTAS: u16 = 0b11;
 
 type ATile<T> = SmemTile<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (64, BLOCK_K)
 type BTile<T, const BN: usize> = SmemTile<T, BN, K_SLICE, Swizzle128B>; // (BN, BLOCK_K)
@@ -79,7 +85,7 @@ type ARing<T, const RING: usize> = SmemTileRing<T, { A_BOX_ROWS as usize }, K_SL
 /// [`GemmParams`] (with `tiles_m` counting 64-row tiles when `PINGPONG`), all valid for the
 /// launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize>(
+unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usize, const RING: usize>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
@@ -112,20 +118,36 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize
         unsafe {
             turns[0].init(TURN_ARRIVALS);
             turns[1].init(TURN_ARRIVALS);
-            pipe.init(if PINGPONG { 1 } else { CONSUMERS });
+            pipe.init(if PINGPONG {
+                1
+            } else if CLUSTER {
+                2 * CONSUMERS
+            } else {
+                CONSUMERS
+            });
         }
     }
-    // SAFETY: all 384 threads reach this barrier.
-    unsafe { sync_threads() };
+    if CLUSTER {
+        // SAFETY: all 384 threads of both CTAs reach it; it also publishes each CTA's barrier
+        // inits to the peer before either multicasts into the other.
+        unsafe { cluster::sync() };
+    } else {
+        // SAFETY: all 384 threads reach this barrier.
+        unsafe { sync_threads() };
+    }
 
     // Schedule (shared by every role so they agree on the unit sequence): tiles of every batch
-    // stacked along M, visited in grouped order; whole tiles or stream-K runs of K slices.
+    // stacked along M, visited in grouped order; whole tiles or stream-K runs of K slices. A
+    // cluster is one worker that takes pairs of vertically adjacent tiles, one per CTA.
     let group = if p.raster_group == 0 { DEFAULT_RASTER_GROUP } else { p.raster_group };
-    let raster = Rasterization::new(p.tiles_m * p.batch, p.tiles_n, group, Raster::AlongM);
+    let raster = Rasterization::new(raster_rows::<CLUSTER>(p) * p.batch, p.tiles_n, group, Raster::AlongM);
     let k_slices = p.k.div_ceil(BLOCK_K).max(1);
-    let mode = if PINGPONG { StreamKMode::DataParallel } else { StreamKMode::from_code(p.stream_k) };
-    let schedule = StreamKScheduler::new(raster.tile_count(), k_slices, grid_dim().x, mode);
-    let worker = block_idx().x;
+    let mode = if PINGPONG || CLUSTER { StreamKMode::DataParallel } else { StreamKMode::from_code(p.stream_k) };
+    let workers = if CLUSTER { grid_dim().x / 2 } else { grid_dim().x };
+    let schedule = StreamKScheduler::new(raster.tile_count(), k_slices, workers, mode);
+    let worker = if CLUSTER { block_idx().x / 2 } else { block_idx().x };
+    let (rank, peer) = if CLUSTER { (cluster::rank(), cluster::rank() ^ 1) } else { (0, 0) };
+    let tiling = Tiling { block_n: BN as u32, rank };
 
     if warpgroup_id() == 0 {
         // Producer.
@@ -135,11 +157,27 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
-            while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, BN as u32, worker, index) {
+            while let Some(unit) = work_unit::<PINGPONG, CLUSTER>(p, &raster, &schedule, tiling, worker, index) {
                 let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
                 for slice in unit.k_begin..unit.k_end {
                     let k0 = (slice * BLOCK_K) as i32;
-                    if PINGPONG {
+                    if CLUSTER {
+                        // SAFETY: one producer thread per CTA; this CTA's slot receives its two A
+                        // boxes and both halves of B (its own multicast and the peer's): exactly
+                        // the announced bytes. Both consumers of both CTAs release the slot.
+                        let full =
+                            unsafe { pipe.producer_acquire_cluster::<(ATile<T>, ATile<T>, BTile<T, BN>)>(state) };
+                        let (m1, b_half) = (m0 + A_BOX_ROWS as i32, b_ring.stage(state.stage).rows::<HALF_B>(rank));
+                        let n_half = n0 + (rank * HALF_B as u32) as i32;
+                        // SAFETY: the maps' boxes match the tile types (host contract: B's box is
+                        // half the tile); the slot is free in both CTAs (acquired above, and the
+                        // peer runs the same ring), which run the same smem plan.
+                        unsafe {
+                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
+                            tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m1, batch, &full);
+                            tma::load_3d_multicast(&b_half, b_map, k0, n_half, batch, &full, BOTH_CTAS);
+                        }
+                    } else if PINGPONG {
                         // SAFETY: one producer thread; the two loads below deliver exactly the
                         // announced bytes (full boxes, out-of-bounds elements zero-filled).
                         let full = unsafe { pipe.producer_acquire::<(ATile<T>, BTile<T, BN>)>(state) };
@@ -189,12 +227,14 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize
     let mut index = first_unit;
     // The unit is decoded per trip from a block index read in place: decoding is a few
     // divisions per tile, while hoisted it would hold registers through the main loop.
-    while let Some(unit) = work_unit::<PINGPONG>(p, &raster, &schedule, BN as u32, block_idx_x_in_place(), index) {
+    while let Some(unit) =
+        work_unit::<PINGPONG, CLUSTER>(p, &raster, &schedule, tiling, unit_worker::<CLUSTER>(), index)
+    {
         if PINGPONG && index > 0 {
             // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
             // its stages, and start once its main loop has waited on all of them.
             if let Some(other) =
-                work_unit::<PINGPONG>(p, &raster, &schedule, BN as u32, block_idx_x_in_place(), index - 1)
+                work_unit::<PINGPONG, CLUSTER>(p, &raster, &schedule, tiling, unit_worker::<CLUSTER>(), index - 1)
             {
                 state.advance_by(other.k_end - other.k_begin);
             }
@@ -219,8 +259,8 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize
             }
             if slice > 0 && leader {
                 // SAFETY: the wgmmas reading `previous` completed (at most the newest group is
-                // pending); one release per warpgroup per stage.
-                unsafe { pipe.consumer_release(previous) };
+                // pending); one release per warpgroup per stage (and CTA of the cluster).
+                unsafe { release::<RING, CLUSTER>(&pipe, previous, peer) };
             }
             previous = state;
             state.advance();
@@ -242,7 +282,7 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize
         unsafe { warpgroup::wait::<0>() };
         if leader {
             // SAFETY: as above.
-            unsafe { pipe.consumer_release(previous) };
+            unsafe { release::<RING, CLUSTER>(&pipe, previous, peer) };
         }
         match unit.role {
             UnitRole::Whole => {}
@@ -286,70 +326,58 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const BN: usize, const RING: usize
         // The staged tiles must stay readable until the last stores have read them.
         tma::wait_group::<0>();
     }
+    if CLUSTER {
+        // Neither CTA exits while the other may still arrive on its barriers.
+        // SAFETY: every non-exited thread of both CTAs (the consumers; the producer warpgroup
+        // has returned) reaches it once.
+        unsafe { cluster::sync() };
+    }
 }
 
-/// One scheduled piece of work: K slices `k_begin..k_end` of an output tile of a batch.
-struct WorkUnit {
-    batch: i32,
-    m0: i32,
-    n0: i32,
-    /// `k_begin < k_end`: the schedule never hands out an empty run.
-    k_begin: u32,
-    k_end: u32,
-    role: UnitRole,
-    /// The CTAs that compute part of this tile (`first..=last`; the first finalises it).
-    contributors: (u32, u32),
-}
-
-/// The `index`-th unit of `worker`, decoded: the rasterisation's M axis runs over the
-/// `tiles_m` tile rows of each batch, batch after batch; tiles have 128 rows (cooperative) or
-/// 64 (ping-pong) and `block_n` columns.
+/// Hands a ring slot back: to this CTA's producer, and with clusters to the peer's too (its
+/// multicasts write this CTA's slot).
+///
+/// # Safety
+/// As for `Pipeline::consumer_release` (and `consumer_release_peer` with `CLUSTER`).
 #[inline(always)]
-fn work_unit<const PINGPONG: bool>(
-    p: &GemmParams,
-    raster: &Rasterization,
-    schedule: &StreamKScheduler,
-    block_n: u32,
-    worker: u32,
-    index: u32,
-) -> Option<WorkUnit> {
-    let unit = schedule.unit(worker, index)?;
-    let tile = raster.coord(unit.tile)?;
-    let contributors = match unit.role {
-        UnitRole::Finalize => schedule.contributors(unit.tile)?,
-        _ => (worker, worker),
-    };
-    Some(WorkUnit {
-        batch: (tile.m / p.tiles_m) as i32,
-        m0: ((tile.m % p.tiles_m) * if PINGPONG { A_BOX_ROWS } else { BLOCK_M }) as i32,
-        n0: (tile.n * block_n) as i32,
-        k_begin: unit.k_begin,
-        k_end: unit.k_end,
-        role: unit.role,
-        contributors,
-    })
+unsafe fn release<const RING: usize, const CLUSTER: bool>(pipe: &Pipeline<RING>, slot: PipelineState<RING>, peer: u32) {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        pipe.consumer_release(slot);
+        if CLUSTER {
+            pipe.consumer_release_peer(slot, peer);
+        }
+    }
 }
 
 /// The wide tile (128 × 256, or 64 × 256 per ping-pong warpgroup): accumulator, columns, stages.
 macro_rules! wide {
     ($input:ty, $output:ty, $pingpong:literal) => {
-        gemm::<$input, $output, Acc64x256F32, $pingpong, { BLOCK_N as usize }, { STAGES as usize }>
+        gemm::<$input, $output, Acc64x256F32, $pingpong, false, { BLOCK_N as usize }, { STAGES as usize }>
     };
 }
 /// The narrow tile (128 × 128, cooperative).
 macro_rules! narrow {
     ($input:ty, $output:ty, $pingpong:literal) => {
-        gemm::<$input, $output, Acc64x128F32, $pingpong, { NARROW_BLOCK_N as usize }, { NARROW_STAGES as usize }>
+        gemm::<$input, $output, Acc64x128F32, $pingpong, false, { NARROW_BLOCK_N as usize }, { NARROW_STAGES as usize }>
+    };
+}
+/// The wide cooperative tile in 2 × 1 clusters: each CTA loads half of every B slice and
+/// multicasts it to both.
+macro_rules! wide_pair {
+    ($input:ty, $output:ty, $pingpong:literal) => {
+        gemm::<$input, $output, Acc64x256F32, $pingpong, true, { BLOCK_N as usize }, { STAGES as usize }>
     };
 }
 
 macro_rules! gemm_entries {
-    ($($name:ident: $input:ty => $output:ty, $tile:ident, pingpong = $pingpong:literal;)*) => {$(
+    ($($name:ident: $input:ty => $output:ty, $tile:ident, pingpong = $pingpong:literal
+        $(, cluster = $cluster:tt)?;)*) => {$(
         /// GEMM entry point; see the module docs and [`GemmParams`].
         ///
         /// # Safety
         /// See `gemm`: tensor maps and parameters as the host launcher builds them.
-        #[kernel(threads = 384, min_blocks_per_sm = 1)]
+        #[kernel(threads = 384, min_blocks_per_sm = 1 $(, cluster = $cluster)?)]
         pub unsafe fn $name(
             #[grid_constant] a_map: &TensorMap,
             #[grid_constant] b_map: &TensorMap,
@@ -373,4 +401,6 @@ gemm_entries! {
     gemm_f16_f16_pingpong_sm90: F16 => F16, wide, pingpong = true;
     gemm_bf16_bf16_narrow_sm90: Bf16 => Bf16, narrow, pingpong = false;
     gemm_f16_f16_narrow_sm90: F16 => F16, narrow, pingpong = false;
+    gemm_bf16_bf16_cluster_sm90: Bf16 => Bf16, wide_pair, pingpong = false, cluster = (2, 1, 1);
+    gemm_f16_f16_cluster_sm90: F16 => F16, wide_pair, pingpong = false, cluster = (2, 1, 1);
 }

@@ -20,6 +20,8 @@ pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_sm90_store;
 #[cfg(warpforge_arch = "sm_90a")]
+pub mod gemm_sm90_units;
+#[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_stream_k;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;

@@ -42,7 +42,8 @@ pub fn plan_persistent_grid(
         None => sm_count as u64 * blocks_per_sm as u64,
     };
     let capacity_blocks = capacity_blocks - capacity_blocks % cluster_size as u64;
-    let needed_blocks = work_items.div_ceil(cluster_size as u64) * cluster_size as u64;
+    // Saturating: "as many as fit" callers pass u64::MAX items.
+    let needed_blocks = work_items.div_ceil(cluster_size as u64).saturating_mul(cluster_size as u64);
     let blocks = capacity_blocks.min(needed_blocks).min(u32::MAX as u64) as u32;
     GridPlan { blocks, cluster_size, blocks_per_sm, max_active_clusters }
 }
@@ -80,7 +81,10 @@ impl Kernel {
             None => (1, None),
             Some(shape) => {
                 let size = shape.iter().product::<u32>();
-                let probe = LaunchConfig::linear(size, block).with_dynamic_smem(dynamic_smem).with_cluster(shape);
+                // A grid of one cluster would cap the answer at one cluster: ask about a grid as
+                // large as every SM could hold.
+                let grid = size * self.device.sm_count.max(1) * blocks_per_sm as u32;
+                let probe = LaunchConfig::linear(grid, block).with_dynamic_smem(dynamic_smem).with_cluster(shape);
                 (size, Some(self.max_active_clusters(&probe)?))
             }
         };
@@ -168,5 +172,8 @@ mod tests {
         assert_eq!((p.blocks, p.cluster_size), (132, 2));
         // 7 items round up to 4 whole clusters.
         assert_eq!(plan_persistent_grid(132, 1, Some(66), 2, 7).blocks, 8);
+        // "As many as fit" (u64::MAX items) is every resident cluster, not a wrapped-around 0.
+        assert_eq!(plan_persistent_grid(132, 1, Some(66), 2, u64::MAX).blocks, 132);
+        assert_eq!(plan_persistent_grid(132, 1, Some(16), 8, u64::MAX).blocks, 128);
     }
 }
