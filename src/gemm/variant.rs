@@ -184,8 +184,8 @@ impl Variant {
 }
 
 /// Whether [`Clusters::Auto`] runs 2 × 1 clusters: never, for now. Forced on the H200 (same
-/// bench, same rounds) the paired kernel ran 18–22 % slower than the cooperative one on every
-/// shape with full waves (4096³: 522 against 663 TFLOP/s), although it reads half of B from
+/// bench, same rounds) the paired kernel ran 17–22 % slower than the cooperative one wherever
+/// the tile rows pair up (4096³: 522 against 663 TFLOP/s), although it reads half of B from
 /// L2; docs/PERF.md lists what was and was not ruled out.
 fn prefer_pairs(_m: usize, _n: usize, _k: usize, _batch: usize, _sms: u32) -> bool {
     false
