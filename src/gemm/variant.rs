@@ -52,8 +52,8 @@ pub enum Clusters {
     /// each loads half of every B slice from L2 and multicasts it to both, halving B's L2 → SM
     /// traffic. Cooperative consumers, wide tiles, data-parallel schedules; bf16 → bf16 and
     /// f16 → f16 (forcing it with other types, ping-pong or narrow tiles is refused).
-    /// Correct on every shape, but measured slower than single CTAs (docs/PERF.md), so `Auto`
-    /// does not pick it.
+    /// Correct on every shape, but measured no faster than single CTAs (docs/PERF.md), so
+    /// `Auto` does not pick it.
     Pairs,
 }
 
@@ -184,9 +184,10 @@ impl Variant {
 }
 
 /// Whether [`Clusters::Auto`] runs 2 × 1 clusters: never, for now. Forced on the H200 (same
-/// bench, same rounds) the paired kernel ran 17–22 % slower than the cooperative one wherever
-/// the tile rows pair up (4096³: 522 against 663 TFLOP/s), although it reads half of B from
-/// L2; docs/PERF.md lists what was and was not ruled out.
+/// bench, same rounds) the paired kernel ran within ±1.5 % of the cooperative one wherever the
+/// tile rows pair up (4096³: 677 against 674 TFLOP/s; 2048³ −1.4 %), although it reads half of
+/// B from L2, and slower where they do not (the last pair's second CTA computes zeros): no
+/// shape gains enough to choose it (docs/PERF.md).
 fn prefer_pairs(_m: usize, _n: usize, _k: usize, _batch: usize, _sms: u32) -> bool {
     false
 }

@@ -154,6 +154,19 @@ impl Mbarrier {
         unsafe { raw::arrive_remote_release_cluster(raw_cluster::mapa_shared_cluster(self.addr, rank)) };
     }
 
+    /// [`Self::arrive_remote`] without the cluster-scope release (no `MEMBAR.ALL.GPU`): for
+    /// handing back a buffer whose last readers were wgmmas that have completed, and which only
+    /// async copies write next.
+    ///
+    /// # Safety
+    /// As for [`Self::arrive_remote`]; nothing the peer does after observing this arrival
+    /// relies on this thread's generic memory writes.
+    #[inline(always)]
+    pub unsafe fn arrive_remote_cta(&self, rank: u32) {
+        // SAFETY: forwarded to the caller.
+        unsafe { raw::arrive_remote_release_cta(raw_cluster::mapa_shared_cluster(self.addr, rank)) };
+    }
+
     /// Invalidates the barrier so its bytes may hold other data.
     ///
     /// # Safety

@@ -165,8 +165,7 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
                         // SAFETY: one producer thread per CTA; this CTA's slot receives its two A
                         // boxes and both halves of B (its own multicast and the peer's): exactly
                         // the announced bytes. Both consumers of both CTAs release the slot.
-                        let full =
-                            unsafe { pipe.producer_acquire_cluster::<(ATile<T>, ATile<T>, BTile<T, BN>)>(state) };
+                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T, BN>)>(state) };
                         let (m1, b_half) = (m0 + A_BOX_ROWS as i32, b_ring.stage(state.stage).rows::<HALF_B>(rank));
                         let n_half = n0 + (rank * HALF_B as u32) as i32;
                         // SAFETY: the maps' boxes match the tile types (host contract: B's box is

@@ -231,6 +231,24 @@ pub unsafe fn arrive_remote_release_cluster(remote_bar: u32) {
     };
 }
 
+/// Arrives once, with release at CTA scope only, on a barrier of (possibly) another CTA of the
+/// cluster (`remote_bar` as for [`arrive_remote_release_cluster`]). The cluster-scope form is
+/// compiled to `MEMBAR.ALL.GPU` before the arrive (checked in the sm_90a SASS); this one is a
+/// bare `SYNCS.ARRIVE`, for hand-overs that order no generic memory accesses across CTAs (a
+/// ring slot whose wgmma reads completed, refilled by async copies).
+///
+/// Emits `mbarrier.arrive.release.cta.shared::cluster.b64 _, [remote_bar];`.
+///
+/// # Safety
+/// As for [`arrive_remote_release_cluster`].
+#[inline(always)]
+pub unsafe fn arrive_remote_release_cta(remote_bar: u32) {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        asm!("mbarrier.arrive.release.cta.shared::cluster.b64 _, [{0}];", in(reg32) remote_bar, options(nostack))
+    };
+}
+
 /// Adds `bytes` to the expected transaction count of a barrier of (possibly) another CTA of the
 /// cluster and arrives once on it.
 ///
