@@ -459,34 +459,28 @@ proptest! {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn gemm_random_pingpong_matches_f64(case in any_case(), f16_types in any::<bool>()) {
-        let case = Case { consumers: Consumers::PingPong, ..case };
-        if f16_types {
-            run_case::<f16, f16>(&case);
-        } else {
-            run_case::<bf16, bf16>(&case);
-        }
+        run_same_16bit_types(&Case { consumers: Consumers::PingPong, ..case }, f16_types);
     }
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn gemm_random_narrow_matches_f64(case in any_case(), f16_types in any::<bool>()) {
-        let case = Case { consumers: Consumers::Cooperative, tile_width: TileWidth::Narrow, ..case };
-        if f16_types {
-            run_case::<f16, f16>(&case);
-        } else {
-            run_case::<bf16, bf16>(&case);
-        }
+        run_same_16bit_types(&Case { consumers: Consumers::Cooperative, tile_width: TileWidth::Narrow, ..case }, f16_types);
     }
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn gemm_random_cluster_pairs_match_f64(case in any_case(), f16_types in any::<bool>()) {
-        let case = Case { clusters: Clusters::Pairs, ..case };
-        if f16_types {
-            run_case::<f16, f16>(&case);
-        } else {
-            run_case::<bf16, bf16>(&case);
-        }
+        run_same_16bit_types(&Case { clusters: Clusters::Pairs, ..case }, f16_types);
+    }
+}
+
+/// `case` with f16 or bf16 in and out: the type pairs every kernel variant exists for.
+fn run_same_16bit_types(case: &Case, f16_types: bool) {
+    if f16_types {
+        run_case::<f16, f16>(case);
+    } else {
+        run_case::<bf16, bf16>(case);
     }
 }
 

@@ -131,42 +131,48 @@ pub fn fence_proxy_async_global() {
     unsafe { raw::fence_proxy_async_global() }
 }
 
-/// Loads the 3-D box at (`x`, `y`, `z`) into `dst` (a box of depth 1: `z` selects a batch),
-/// completing on `bar`.
-///
-/// # Safety
-/// As for [`load_2d`], with a 3-D map whose box is `COLS × ROWS × 1`.
-#[inline(always)]
-pub unsafe fn load_3d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
-    dst: &SmemTile<T, R, C, S>,
-    map: &TensorMap,
-    x: i32,
-    y: i32,
-    z: i32,
-    bar: &Mbarrier,
-) {
-    // SAFETY: forwarded to the caller; the tile is aligned for its swizzle by construction.
-    unsafe { raw::load_3d(dst.addr(), map, x, y, z, bar.addr()) }
+/// Where a load delivers its box: this CTA's tile (any `&SmemTile` converts), or the tile at
+/// the same offset in every CTA of the cluster named in a mask ([`multicast`]).
+#[derive(Clone, Copy, Debug)]
+pub struct LoadTarget {
+    addr: u32,
+    cta_mask: Option<u16>,
 }
 
-/// [`load_3d`] once from L2, delivered to `dst` and `bar` at the same offsets in every CTA of
-/// the cluster whose rank bit is set in `cta_mask` (see [`load_2d_multicast`]).
+impl<T: Copy, const R: usize, const C: usize, S: SwizzleMode> From<&SmemTile<T, R, C, S>> for LoadTarget {
+    #[inline(always)]
+    fn from(tile: &SmemTile<T, R, C, S>) -> Self {
+        LoadTarget { addr: tile.addr(), cta_mask: None }
+    }
+}
+
+/// `tile` in every CTA of the cluster whose rank bit is set in `cta_mask`: a load into it reads
+/// L2 once and delivers the box (and its barrier's bytes) at the same offsets in each.
+#[inline(always)]
+pub fn multicast<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
+    tile: &SmemTile<T, R, C, S>,
+    cta_mask: u16,
+) -> LoadTarget {
+    LoadTarget { addr: tile.addr(), cta_mask: Some(cta_mask) }
+}
+
+/// Loads the 3-D box at (`x`, `y`, `z`) into `dst` (a box of depth 1: `z` selects a batch),
+/// completing on `bar`; with a [`multicast`] target, in every CTA it names.
 ///
 /// # Safety
-/// As for [`load_3d`] in every destination CTA: each armed its own barrier with the tile's
-/// bytes in the current phase, and all of them run the same smem plan.
+/// As for [`load_2d`], with a 3-D map whose box is `COLS × ROWS × 1` of the target tile's type.
+/// A multicast target: as for [`load_2d_multicast`] (every destination CTA armed its own barrier
+/// with the box's bytes, and all run the same smem plan).
 #[inline(always)]
-pub unsafe fn load_3d_multicast<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
-    dst: &SmemTile<T, R, C, S>,
-    map: &TensorMap,
-    x: i32,
-    y: i32,
-    z: i32,
-    bar: &Mbarrier,
-    cta_mask: u16,
-) {
-    // SAFETY: forwarded to the caller.
-    unsafe { raw::load_3d_multicast(dst.addr(), map, x, y, z, bar.addr(), cta_mask) }
+pub unsafe fn load_3d(dst: impl Into<LoadTarget>, map: &TensorMap, x: i32, y: i32, z: i32, bar: &Mbarrier) {
+    let dst = dst.into();
+    // SAFETY: forwarded to the caller; tiles are aligned for their swizzle by construction.
+    unsafe {
+        match dst.cta_mask {
+            None => raw::load_3d(dst.addr, map, x, y, z, bar.addr()),
+            Some(mask) => raw::load_3d_multicast(dst.addr, map, x, y, z, bar.addr(), mask),
+        }
+    }
 }
 
 /// Stores `src` to the 3-D box at (`x`, `y`, `z`) (depth-1 box; `z` selects a batch). Complete

@@ -174,7 +174,7 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
                         unsafe {
                             tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
                             tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m1, batch, &full);
-                            tma::load_3d_multicast(&b_half, b_map, k0, n_half, batch, &full, BOTH_CTAS);
+                            tma::load_3d(tma::multicast(&b_half, BOTH_CTAS), b_map, k0, n_half, batch, &full);
                         }
                     } else if PINGPONG {
                         // SAFETY: one producer thread; the two loads below deliver exactly the

@@ -6,8 +6,10 @@
 
 use core::arch::asm;
 
+/// One `pub unsafe fn` per register; the parenthesised `asm!` options say whether the read is
+/// `pure` (mergeable and hoistable by LLVM) or pinned where it is written.
 macro_rules! sreg_u32 {
-    ($($(#[$doc:meta])* $name:ident => $reg:literal;)*) => {$(
+    ($options:tt $($(#[$doc:meta])* $name:ident => $reg:literal;)*) => {$(
         $(#[$doc])*
         #[doc = concat!("\n\nEmits `mov.u32 %r, ", $reg, ";`.")]
         ///
@@ -17,14 +19,16 @@ macro_rules! sreg_u32 {
         #[inline(always)]
         pub unsafe fn $name() -> u32 {
             let r: u32;
-            // SAFETY: a special-register read has no side effects.
-            unsafe { asm!(concat!("mov.u32 {0}, ", $reg, ";"), out(reg32) r, options(pure, nomem, nostack)) };
+            // SAFETY: a special-register read has no side effects (a read that is not `pure`
+            // is declared as having some only to pin it in place).
+            unsafe { asm!(concat!("mov.u32 {0}, ", $reg, ";"), out(reg32) r, options $options) };
             r
         }
     )*};
 }
 
 sreg_u32! {
+    (pure, nomem, nostack)
     /// Thread index in the block, x.
     tid_x => "%tid.x";
     /// Thread index in the block, y.
@@ -83,25 +87,8 @@ sreg_u32! {
     cluster_nctarank => "%cluster_nctarank";
 }
 
-macro_rules! sreg_u32_in_place {
-    ($($(#[$doc:meta])* $name:ident => $reg:literal;)*) => {$(
-        $(#[$doc])*
-        #[doc = concat!("\n\nEmits `mov.u32 %r, ", $reg, ";`.")]
-        ///
-        /// # Safety
-        /// None beyond running on the device.
-        #[inline(always)]
-        pub unsafe fn $name() -> u32 {
-            let r: u32;
-            // SAFETY: a special-register read has no side effects (declared as having some
-            // only to pin it in place).
-            unsafe { asm!(concat!("mov.u32 {0}, ", $reg, ";"), out(reg32) r, options(nomem, nostack)) };
-            r
-        }
-    )*};
-}
-
-sreg_u32_in_place! {
+sreg_u32! {
+    (nomem, nostack)
     /// `%tid.x`, read where it is written: the read is not marked `pure`, so LLVM neither
     /// merges it with other reads nor hoists it (or anything computed from it) out of a loop.
     tid_x_in_place => "%tid.x";
