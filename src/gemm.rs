@@ -247,18 +247,46 @@ impl Warpforge {
         // Operands TMA can read in place, or K-major scratch copies.
         let a_k_major = self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, lda, sa, p.batch)?;
         let b_k_major = self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, ldb, sb, p.batch)?;
-
         let variant = Variant::choose(p, I::NAME, O::NAME, self.sm_count())?;
+        let c_access = epilogue.c.as_ref().map(|c| c.device_ptr(stream));
+        let bias_access = epilogue.bias.as_ref().map(|v| v.device_ptr(stream));
+        let math = EpilogueMath {
+            c: if p.beta != 0.0 { c_access.as_ref().map_or(0, |(ptr, _)| *ptr) } else { 0 },
+            bias: bias_access.as_ref().map_or(0, |(ptr, _)| *ptr),
+            ldc: ldc as u64,
+            stride_c: sc as u64,
+            alpha: p.alpha,
+            beta: p.beta,
+            activation: p.activation,
+        };
+        let out = OutputShape { cols: p.n, ld: ldd, batch_stride: sd };
+        let launch = Sm90Launch { entry: variant.entry(I::NAME, O::NAME), variant, tile_cols: p.n, out, math };
+        self.launch_sm90(stream, &launch, &a_k_major, &b_k_major, d)
+    }
+
+    /// Launches one sm_90 GEMM-body kernel (`launch.entry`) over K-major A (M × K) and B
+    /// (`tile_cols` × K), writing D (`out`): the tile grid, schedule, stream-K buffers, D's
+    /// tensor map and the parameters, shared by every kernel built on that body.
+    fn launch_sm90<I: GemmInput, O: GemmOutput>(
+        &self,
+        stream: &Arc<CudaStream>,
+        launch: &Sm90Launch,
+        a_k_major: &KMajor<I>,
+        b_k_major: &KMajor<I>,
+        d: &mut impl DevicePtrMut<O>,
+    ) -> Result<()> {
+        let (variant, out) = (launch.variant, launch.out);
+        let (m, k, batch) = (a_k_major.rows, a_k_major.k, a_k_major.batch);
         let a_map = a_k_major.map(variant.a_box_rows())?;
         let b_map = b_k_major.map(variant.b_box_rows())?;
-        let tiles_m = p.m.div_ceil(variant.block_m() as usize) as u32;
-        let tiles_n = p.n.div_ceil(variant.block_n() as usize) as u32;
+        let tiles_m = m.div_ceil(variant.block_m() as usize) as u32;
+        let tiles_n = launch.tile_cols.div_ceil(variant.block_n() as usize) as u32;
         // Tiles counted in pairs of tile rows per batch with clusters (each cluster takes two).
-        let rows = if variant.pairs { tiles_m.div_ceil(2) } else { tiles_m } as u64 * p.batch as u64;
+        let rows = if variant.pairs { tiles_m.div_ceil(2) } else { tiles_m } as u64 * batch as u64;
         let tiles = rows * tiles_n as u64 * if variant.pairs { 2 } else { 1 };
         check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
-        let (rows, k_slices) = (rows as u32, p.k.div_ceil(BLOCK_K as usize) as u32);
-        let kernel = self.module().kernel(variant.entry(I::NAME, O::NAME))?;
+        let (rows, k_slices) = (rows as u32, k.div_ceil(BLOCK_K as usize) as u32);
+        let kernel = self.module().kernel(launch.entry)?;
         // Every resident slot (one CTA per SM; with clusters, every resident pair): the
         // stream-K schedule spreads work over all.
         let cluster = variant.pairs.then_some(PAIR);
@@ -282,14 +310,18 @@ impl Warpforge {
         let (d_ptr, _d_access) = d.device_ptr_mut(stream);
         // D through TMA stores when its type and pitch allow; direct stores otherwise.
         let pitched = |elems: usize| (elems * std::mem::size_of::<O>()).is_multiple_of(16);
-        // N itself in whole 16-byte chunks too: TMA stores clip the innermost edge per 16 bytes,
-        // and would otherwise write into the padding between rows (measured on the H200).
-        let d_tma =
-            O::TMA_STORE && d_ptr.is_multiple_of(16) && pitched(p.n) && pitched(ldd) && (p.batch == 1 || pitched(sd));
+        // The row length in whole 16-byte chunks too: TMA stores clip the innermost edge per 16
+        // bytes, and would otherwise write into the padding between rows (measured on the H200).
+        let d_tma = O::TMA_STORE
+            && d_ptr.is_multiple_of(16)
+            && pitched(out.cols)
+            && pitched(out.ld)
+            && (batch == 1 || pitched(out.batch_stride));
         let d_map = if d_tma {
+            let batch_bytes = if batch == 1 { out.ld * m } else { out.batch_stride } * 2;
             let builder =
-                TensorMapBuilder::<O>::new(&[p.n as u64, p.m as u64, p.batch as u64], &[STORE_BOX_COLS, A_BOX_ROWS, 1])
-                    .global_strides(&[(ldd * 2) as u64, (if p.batch == 1 { ldd * p.m } else { sd } * 2) as u64])
+                TensorMapBuilder::<O>::new(&[out.cols as u64, m as u64, batch as u64], &[STORE_BOX_COLS, A_BOX_ROWS, 1])
+                    .global_strides(&[(out.ld * 2) as u64, batch_bytes as u64])
                     .swizzle(Swizzle::B128);
             // SAFETY: `d_ptr` addresses `d_len` elements of the caller's D, borrowed mutably for
             // this call; the map is used only by the launch below.
@@ -297,23 +329,22 @@ impl Warpforge {
         } else {
             warpforge_abi::TensorMap::ZEROED
         };
-        let c_access = epilogue.c.as_ref().map(|c| c.device_ptr(stream));
-        let bias_access = epilogue.bias.as_ref().map(|v| v.device_ptr(stream));
+        let math = launch.math;
         let params = GemmParams {
-            m: p.m as u32,
-            n: p.n as u32,
-            k: p.k as u32,
-            batch: p.batch as u32,
+            m: m as u32,
+            n: out.cols as u32,
+            k: k as u32,
+            batch: batch as u32,
             d: d_ptr,
-            c: if p.beta != 0.0 { c_access.as_ref().map_or(0, |(ptr, _)| *ptr) } else { 0 },
-            bias: bias_access.as_ref().map_or(0, |(ptr, _)| *ptr),
-            ldd: ldd as u64,
-            ldc: ldc as u64,
-            stride_d: sd as u64,
-            stride_c: sc as u64,
-            alpha: p.alpha,
-            beta: p.beta,
-            activation: p.activation as u32,
+            c: math.c,
+            bias: math.bias,
+            ldd: out.ld as u64,
+            ldc: math.ldc,
+            stride_d: out.batch_stride as u64,
+            stride_c: math.stride_c,
+            alpha: math.alpha,
+            beta: math.beta,
+            activation: math.activation as u32,
             tiles_m,
             tiles_n,
             raster_group: schedule.raster_group,
@@ -328,18 +359,14 @@ impl Warpforge {
         if let Some(shape) = cluster {
             config = config.with_cluster(shape);
         }
-        // SAFETY: the parameters are (A map, B map, D map, GemmParams) as the entry declares;
-        // the D map is used only when `d_tma` is set, and then covers exactly D. The A/B maps
-        // were validated against the live A/B buffers (or scratch copies, kept alive until the
-        // stream reaches this launch: their drop is stream-ordered); D, C and bias were checked
-        // above to cover every element the problem addresses; `d` is borrowed mutably. With
-        // stream-K, this stream's slots and flags cover the grid, the flags are zero (every
-        // launch leaves them so), no other stream uses them, and the grid is at most the
-        // resident capacity, so every CTA a finaliser waits for is running.
+        // SAFETY: (A map, B map, D map, GemmParams) as every GEMM-body entry declares; the D map
+        // is used only when `d_tma` is set and covers exactly D; the A/B maps cover live buffers
+        // (scratch copies are dropped stream-ordered); the caller checked D, C and bias against
+        // the problem and holds their borrows; stream-K slots and zeroed flags cover the grid,
+        // are this stream's alone, and the grid is resident, so every awaited CTA runs.
         unsafe { kernel.launch(stream, &config, &mut args)? };
         drop(workspace_access);
         drop(stream_k_cache);
-        drop((a_k_major, b_k_major));
         Ok(())
     }
 
@@ -394,6 +421,74 @@ impl Warpforge {
         let (ptr, len) = (dst_ptr, scratch.len());
         Ok(KMajor { ptr, len, rows, k, ld: dst_ld, stride: dst_stride, batch, _scratch: Some(scratch) })
     }
+}
+
+/// The fused gate-up + SwiGLU GEMM ([`crate::swiglu`]): validates, then launches the GEMM body
+/// with the SwiGLU epilogue over the interleaved gate-up weight, cooperative 128 × 256 tiles
+/// (each tile's 128 gate-up pairs are 128 output columns).
+pub(crate) fn run_swiglu<T: crate::swiglu::SwigluElement>(
+    wf: &Warpforge,
+    stream: &Arc<CudaStream>,
+    problem: &crate::SwigluProblem,
+    x: &impl DevicePtr<T>,
+    w_gate_up: &impl DevicePtr<T>,
+    out: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let p = problem;
+    if wf.module().arch() != Arch::Sm90a {
+        return Err(Error::InvalidArgument(format!(
+            "swiglu runs on Hopper (sm_90a); this device loaded {}",
+            wf.module().arch().name()
+        )));
+    }
+    check(p.m >= 1 && p.hidden >= 1 && p.intermediate >= 1, || format!("empty problem {p:?}"))?;
+    check(p.m < 1 << 31 && p.hidden < 1 << 31 && p.intermediate < 1 << 30, || {
+        "m and hidden must be < 2^31, intermediate < 2^30".into()
+    })?;
+    let rows = p.gate_up_rows();
+    let (need_x, need_w, need_out) = (p.m as u128 * p.hidden as u128, rows as u128 * p.hidden as u128, p.m as u128 * p.intermediate as u128);
+    check(x.len() as u128 >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
+    check(w_gate_up.len() as u128 >= need_w, || {
+        format!("w_gate_up holds {} elements, the problem reads {need_w} ({rows} interleaved rows)", w_gate_up.len())
+    })?;
+    check(out.len() as u128 >= need_out, || format!("out holds {} elements, the problem writes {need_out}", out.len()))?;
+    let x_k_major = wf.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
+    let w_k_major = wf.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
+    let variant = Variant { pingpong: false, narrow: false, pairs: false };
+    let math = EpilogueMath { c: 0, bias: 0, ldc: 0, stride_c: 0, alpha: 1.0, beta: 0.0, activation: Activation::None };
+    let shape = OutputShape { cols: p.intermediate, ld: p.intermediate, batch_stride: p.m * p.intermediate };
+    let launch = Sm90Launch { entry: T::SWIGLU_ENTRY, variant, tile_cols: rows, out: shape, math };
+    wf.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
+}
+
+/// What one sm_90 GEMM-body launch runs: the entry, its variant, the columns of the tile grid
+/// (rows of B), D's shape and the epilogue math.
+struct Sm90Launch {
+    entry: &'static str,
+    variant: Variant,
+    tile_cols: usize,
+    out: OutputShape,
+    math: EpilogueMath,
+}
+
+/// D's columns, row pitch and batch stride (elements); its rows are A's.
+#[derive(Clone, Copy)]
+struct OutputShape {
+    cols: usize,
+    ld: usize,
+    batch_stride: usize,
+}
+
+/// The plain GEMM epilogue's operands and scalars (device addresses, 0 for absent).
+#[derive(Clone, Copy)]
+struct EpilogueMath {
+    c: u64,
+    bias: u64,
+    ldc: u64,
+    stride_c: u64,
+    alpha: f32,
+    beta: f32,
+    activation: Activation,
 }
 
 /// A K-major operand (rows × k per batch) at `ptr`, possibly owning its scratch buffer.

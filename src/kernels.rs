@@ -9,7 +9,9 @@ use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use warpforge_abi::{TileVisit, entries};
 use warpforge_host::{Device, Error, GridPlan, Kernel, KernelArgs, LaunchConfig, Module, Result};
 
+use crate::gemm::GemmInput;
 use crate::ptx;
+use crate::swiglu::SwigluElement;
 
 /// Threads per block of the element-wise kernels.
 const ELEMENTWISE_THREADS: u32 = 256;
@@ -19,6 +21,8 @@ const ELEMENTWISE_BLOCKS_PER_SM: u32 = 8;
 const BLOCK_SUM_THREADS: u32 = 256;
 /// Block size of `persistent_static_visit` (fixed by its `.reqntid`).
 const VISIT_THREADS: u32 = 128;
+/// Elements `silu_mul` moves per thread per step on its vector path (16 bytes of 16-bit data).
+const SILU_MUL_VECTOR: usize = 8;
 
 /// Element types `saxpy` supports (f32 arithmetic, storage in `Self`).
 pub trait SaxpyElement: cudarc::driver::DeviceRepr + Copy + 'static {
@@ -95,6 +99,46 @@ impl Warpforge {
         unsafe { kernel.launch(stream, &config, &mut args) }
     }
 
+    /// `out[r][c] = silu(h[r][c]) · h[r][I + c]` with `I = intermediate`: `h` is `m × 2I`
+    /// row-major, its columns `0..I` the gate and `I..2I` the up projection (one GEMM over the
+    /// stacked `[W_gate; W_up]`), and `out` is `m × I` row-major; f32 arithmetic, one rounding.
+    /// The second half of the unfused gate-up + SwiGLU that [`Warpforge::swiglu`] fuses. Longer
+    /// buffers are fine: only the first `m·2I` and `m·I` elements are touched. Runs eight
+    /// elements per thread per step when `I % 8 == 0` and both buffers are 16-byte aligned.
+    pub fn silu_mul<T: SwigluElement>(
+        &self,
+        stream: &Arc<CudaStream>,
+        m: usize,
+        intermediate: usize,
+        h: &impl DevicePtr<T>,
+        out: &mut impl DevicePtrMut<T>,
+    ) -> Result<()> {
+        if m == 0 || intermediate == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "silu_mul: m = {m} and intermediate = {intermediate} must be ≥ 1"
+            )));
+        }
+        let overflow = || Error::InvalidArgument(format!("silu_mul: m·2·intermediate overflows ({m}, {intermediate})"));
+        let out_len = m.checked_mul(intermediate).ok_or_else(overflow)?;
+        let h_len = out_len.checked_mul(2).ok_or_else(overflow)?;
+        if h.len() < h_len || out.len() < out_len {
+            return Err(Error::InvalidArgument(format!(
+                "silu_mul: h holds {} (needs {h_len}) and out {} (needs {out_len}) elements",
+                h.len(),
+                out.len()
+            )));
+        }
+        let kernel = self.kernel(silu_mul_entry::<T>()?)?;
+        let mut args = KernelArgs::new();
+        args.push(m as u64).push(intermediate as u64).push_buffer(h, stream).push_buffer_mut(out, stream);
+        let grid = self.elementwise_grid(out_len.div_ceil(SILU_MUL_VECTOR));
+        let config = LaunchConfig::linear(grid, ELEMENTWISE_THREADS);
+        // SAFETY: parameters (m, intermediate, h, out) as the kernel declares; h holds at least
+        // m·2·intermediate and out m·intermediate elements (checked above), and `out` is
+        // borrowed mutably, so it overlaps nothing `h` reaches.
+        unsafe { kernel.launch(stream, &config, &mut args) }
+    }
+
     /// `out = a + b`, element-wise f32.
     pub fn vector_add_f32(
         &self,
@@ -162,6 +206,15 @@ impl Warpforge {
         let records =
             raw.chunks_exact(4).map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] }).collect();
         Ok((plan, records))
+    }
+}
+
+/// The `silu_mul` entry for the element type `T`.
+fn silu_mul_entry<T: SwigluElement>() -> Result<&'static str> {
+    match <T as GemmInput>::NAME {
+        "bf16" => Ok(entries::SILU_MUL_BF16),
+        "f16" => Ok(entries::SILU_MUL_F16),
+        other => Err(Error::InvalidArgument(format!("silu_mul: no kernel for {other} elements"))),
     }
 }
 

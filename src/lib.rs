@@ -21,9 +21,11 @@
 pub mod gemm;
 pub mod kernels;
 pub mod ptx;
+pub mod swiglu;
 
 pub use gemm::{Clusters, Consumers, Epilogue, GemmProblem, Layout, TileWidth};
 pub use kernels::Warpforge;
+pub use swiglu::{SwigluProblem, interleave_gate_up};
 pub use warpforge_abi as abi;
 pub use warpforge_abi::Activation;
 pub use warpforge_host as host;

@@ -90,6 +90,11 @@ pub mod entries {
     pub const SAXPY_BF16: &str = "saxpy_bf16";
     /// `y = a·x + y`, f16 storage, f32 arithmetic.
     pub const SAXPY_F16: &str = "saxpy_f16";
+    /// `out = silu(gate) ⊙ up` over an `m × 2I` row-major `[gate | up]`, bf16 storage, f32
+    /// arithmetic.
+    pub const SILU_MUL_BF16: &str = "silu_mul_bf16";
+    /// `out = silu(gate) ⊙ up`, f16 storage, f32 arithmetic.
+    pub const SILU_MUL_F16: &str = "silu_mul_f16";
     /// `out = a + b`, f32.
     pub const VECTOR_ADD_F32: &str = "vector_add_f32";
     /// Per-block sums of an f32 vector (warp shuffles + shared memory).
@@ -122,6 +127,11 @@ pub mod entries {
     pub const GEMM_BF16_BF16_CLUSTER: &str = "gemm_bf16_bf16_cluster_sm90";
     /// f16 → f16, 128 × 256 tiles in 2 × 1 clusters.
     pub const GEMM_F16_F16_CLUSTER: &str = "gemm_f16_f16_cluster_sm90";
+    /// Fused gate-up projection + SwiGLU, bf16 in and out (the GEMM body with the SwiGLU
+    /// epilogue over an interleaved gate-up weight).
+    pub const GEMM_SWIGLU_BF16: &str = "gemm_swiglu_bf16_sm90";
+    /// Fused gate-up projection + SwiGLU, f16 in and out.
+    pub const GEMM_SWIGLU_F16: &str = "gemm_swiglu_f16_sm90";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

@@ -14,6 +14,9 @@
 //!   with its swizzle in the type, building its wgmma descriptor), [`pipeline`]
 //!   (`Pipeline<STAGES>` whose expect-tx bytes come from the tile types), [`tma`], and the
 //!   scopes [`cluster`] and [`warpgroup`] (wgmma, register reallocation).
+//! * [`parts`] (L3) — what GEMM-like kernels are assembled from: the mainloop collective
+//!   (TMA ring producer, wgmma consumer with its release protocol), tile schedulers, epilogues
+//!   that see accumulator fragments with coordinates, the stream-K hand-over.
 //! * [`logic`] — the pure index and scheduling code that the host tests on the CPU.
 //!
 //! A kernel is an `unsafe fn` under [`kernel`], which carries its launch attributes into the PTX.
@@ -29,6 +32,7 @@ pub mod global;
 pub mod math;
 pub mod mbarrier;
 pub mod num;
+pub mod parts;
 pub mod pipeline;
 pub mod ptx;
 pub mod shared;

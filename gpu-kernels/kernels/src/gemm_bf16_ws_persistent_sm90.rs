@@ -30,26 +30,29 @@
 //! stages its 64 × N block in passes of 128 columns), and the ring's barriers. Measured ratio
 //! vs cuBLAS: see docs/PERF.md (H200).
 
-use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_N, CONSUMERS, NARROW_BLOCK_N, NARROW_STAGES, STAGES};
+use warpforge_dsl::abi::gemm_sm90::{
+    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, NARROW_BLOCK_N, NARROW_STAGES, PARTIAL_SLOT_FLOATS, STAGES,
+};
 use warpforge_dsl::abi::{GemmParams, TensorMap};
-
-use crate::gemm_epilogue::Output;
-use crate::gemm_sm90_store::{StagedStore, Staging, epilogue, epilogue_staged};
-use crate::gemm_sm90_units::{Tiling, raster_rows, unit_worker, work_unit};
-use crate::gemm_stream_k::PartialSlots;
-use warpforge_dsl::kernel;
 use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
 use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
+use warpforge_dsl::parts::epilogue::{Output, Staging};
+use warpforge_dsl::parts::mainloop::{Consumer, SsStage, StageRelease, produce};
+use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
+use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::sync::{NamedBarrier, sync_threads};
-use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::sync::NamedBarrier;
+use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, grid_dim, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Acc64x256F32, Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
-use warpforge_dsl::{cluster, tma, warp};
+use warpforge_dsl::{tma, warp};
+
+use crate::gemm_epilogue::Linear;
+use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
 
 const K_SLICE: usize = BLOCK_K as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
@@ -59,48 +62,73 @@ const CONSUMER_REGS: u32 = 232;
 const DEFAULT_RASTER_GROUP: u32 = 8;
 /// Arrivals that hand the ping-pong turn over: every thread of a consumer warpgroup.
 const TURN_ARRIVALS: u32 = 128;
-/// Rows of B each CTA of a 2 × 1 cluster loads and multicasts (half the wide tile).
-const HALF_B: usize = BLOCK_N as usize / 2;
-/// Multicast mask: both CTAs of the cluster.
-const BOTH_CTAS: u16 = 0b11;
 
 type ATile<T> = SmemTile<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (64, BLOCK_K)
 type BTile<T, const BN: usize> = SmemTile<T, BN, K_SLICE, Swizzle128B>; // (BN, BLOCK_K)
 type ARing<T, const RING: usize> = SmemTileRing<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>;
+pub(crate) type BRing<T, const BN: usize, const RING: usize> = SmemTileRing<T, BN, K_SLICE, Swizzle128B, RING>;
 
-/// The whole kernel, generic over input and output types, the consumer arrangement and the
-/// tile width; the entries below instantiate it. Each consumer warpgroup accumulates a 64 × `BN`
-/// block in `W` (`Acc64x256F32` for the wide tiles, `Acc64x128F32` for the narrow ones) from a
-/// `RING`-stage ring. `PINGPONG = false` (cooperative): both consumer warpgroups work on one
-/// 128 × `BN` tile, 64 rows each. `PINGPONG = true`: every unit is a 64 × `BN` tile,
+/// Where a consumer warpgroup's finished 64 × BN block goes: the launch parameters, D's tensor
+/// map (valid when `p.d_tma != 0`), this warpgroup's staging boxes, named barrier and leader,
+/// and the block's batch and top-left element in the tile grid (row of D, column of the tile
+/// grid — the column of D for a plain GEMM).
+pub struct BlockTarget<'a, O: Output> {
+    pub p: &'a GemmParams,
+    pub d_map: &'a TensorMap,
+    pub staging: &'a Staging<O>,
+    pub barrier: &'a NamedBarrier<128>,
+    pub leader: bool,
+    pub batch: u32,
+    pub row0: u32,
+    pub col0: u32,
+}
+
+/// What the GEMM body does with a finished accumulator block `W` (after any stream-K fix-up):
+/// the one slot a GEMM-like kernel on this body fills.
+pub trait TileEpilogue<W> {
+    /// Element type of D.
+    type Out: Output;
+    /// Writes the block.
+    ///
+    /// # Safety
+    /// The whole consumer warpgroup calls it together; `target` as built by the body for a
+    /// launch whose parameters satisfy the kernel's contract.
+    unsafe fn write(acc: &W, target: &BlockTarget<'_, Self::Out>);
+}
+
+/// The whole kernel, generic over the input type, the epilogue, the accumulator `W` (the tile
+/// width `BN`: `Acc64x256F32` wide, `Acc64x128F32` narrow), the ring depth, the consumer
+/// arrangement and the CTA group. `PINGPONG = false` (cooperative): both consumer warpgroups
+/// work on one 128 × `BN` tile, 64 rows each. `PINGPONG = true`: every unit is a 64 × `BN` tile,
 /// and the warpgroups take the CTA's units alternately (consumer `h` takes units `h`, `h + 2`,
 /// …), so one warpgroup's epilogue runs while the other's main loop keeps the tensor cores
 /// busy. Two "turn" barriers order the main loops: a warpgroup starts waiting on the ring only
 /// after the other has waited on every earlier stage, so every parity wait is within one phase
-/// of its barrier. Ping-pong schedules are data-parallel (whole tiles only).
+/// of its barrier. Ping-pong and pairs run data-parallel schedules (whole tiles only).
 ///
 /// # Safety
 /// `a_map`/`b_map` describe A (K × M × batch) and B (K × N × batch) with boxes 64 × 64 × 1 and
-/// 64 × `BN` × 1 under 128-byte swizzle; `p` describes D (and C, bias) as documented on
-/// [`GemmParams`] (with `tiles_m` counting 64-row tiles when `PINGPONG`), all valid for the
-/// launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic shared memory.
+/// 64 × `BN` × 1 (half of it for pairs) under 128-byte swizzle; `p` describes D (and C, bias)
+/// as documented on [`GemmParams`] (with `tiles_m` counting 64-row tiles when `PINGPONG`), all
+/// valid for the launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usize, const RING: usize>(
+pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, const RING: usize>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
     p: &GemmParams,
 ) where
     T: WgmmaElement,
-    O: Output,
+    E: TileEpilogue<W>,
     W: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
+    G: CtaGroup,
 {
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
     let a_top = ARing::<T, RING>::alloc(&mut smem);
     let a_bottom = ARing::<T, RING>::alloc(&mut smem);
-    let b_ring = SmemTileRing::<T, BN, K_SLICE, Swizzle128B, RING>::alloc(&mut smem);
-    let staging = [Staging::<O>::alloc(&mut smem), Staging::<O>::alloc(&mut smem)];
+    let b_ring = BRing::<T, BN, RING>::alloc(&mut smem);
+    let staging = [Staging::<E::Out>::alloc(&mut smem), Staging::<E::Out>::alloc(&mut smem)];
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
     let turn_slots = [Mbarrier::alloc(&mut smem), Mbarrier::alloc(&mut smem)];
@@ -113,41 +141,29 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
         tma::prefetch(a_map);
         tma::prefetch(b_map);
         // SAFETY: one thread. Cooperative: each consumer warpgroup releases each stage once per
-        // lap; ping-pong: only the warpgroup that read it. A turn phase completes when all 128
-        // threads of the handing-over warpgroup arrive.
+        // lap, to each CTA of the group; ping-pong: only the warpgroup that read it. A turn
+        // phase completes when all 128 threads of the handing-over warpgroup arrive.
         unsafe {
             turns[0].init(TURN_ARRIVALS);
             turns[1].init(TURN_ARRIVALS);
-            pipe.init(if PINGPONG {
-                1
-            } else if CLUSTER {
-                2 * CONSUMERS
-            } else {
-                CONSUMERS
-            });
+            pipe.init(if PINGPONG { 1 } else { CONSUMERS * G::Release::CTAS });
         }
     }
-    if CLUSTER {
-        // SAFETY: all 384 threads of both CTAs reach it; it also publishes each CTA's barrier
-        // inits to the peer before either multicasts into the other.
-        unsafe { cluster::sync() };
-    } else {
-        // SAFETY: all 384 threads reach this barrier.
-        unsafe { sync_threads() };
-    }
+    // SAFETY: all 384 threads (of every CTA of the group) reach this barrier.
+    unsafe { G::sync() };
 
-    // Schedule (shared by every role so they agree on the unit sequence): tiles of every batch
-    // stacked along M, visited in grouped order; whole tiles or stream-K runs of K slices. A
-    // cluster is one worker that takes pairs of vertically adjacent tiles, one per CTA.
+    // Schedule, shared by every role so they agree on the unit sequence: tiles of every batch
+    // stacked along M, visited in grouped order; whole tiles or stream-K runs of K slices.
     let group = if p.raster_group == 0 { DEFAULT_RASTER_GROUP } else { p.raster_group };
-    let raster = Rasterization::new(raster_rows::<CLUSTER>(p) * p.batch, p.tiles_n, group, Raster::AlongM);
+    let raster_rows = p.tiles_m.div_ceil(G::CTAS);
+    let raster = Rasterization::new(raster_rows * p.batch, p.tiles_n, group, Raster::AlongM);
     let k_slices = p.k.div_ceil(BLOCK_K).max(1);
-    let mode = if PINGPONG || CLUSTER { StreamKMode::DataParallel } else { StreamKMode::from_code(p.stream_k) };
-    let workers = if CLUSTER { grid_dim().x / 2 } else { grid_dim().x };
-    let schedule = StreamKScheduler::new(raster.tile_count(), k_slices, workers, mode);
-    let worker = if CLUSTER { block_idx().x / 2 } else { block_idx().x };
-    let (rank, peer) = if CLUSTER { (cluster::rank(), cluster::rank() ^ 1) } else { (0, 0) };
-    let tiling = Tiling { block_n: BN as u32, rank };
+    let mode = if PINGPONG || G::CTAS > 1 { StreamKMode::DataParallel } else { StreamKMode::from_code(p.stream_k) };
+    let schedule = StreamKScheduler::new(raster.tile_count(), k_slices, grid_dim().x / G::CTAS, mode);
+    let block_m = if PINGPONG { A_BOX_ROWS } else { BLOCK_M };
+    let geometry = TileGeometry { block_m, block_n: BN as u32, raster_rows, ctas_per_worker: G::CTAS, rank: G::rank() };
+    let units = GroupedStreamK { raster, schedule, geometry };
+    let worker = block_idx().x / G::CTAS;
 
     if warpgroup_id() == 0 {
         // Producer.
@@ -157,47 +173,35 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
-            while let Some(unit) = work_unit::<PINGPONG, CLUSTER>(p, &raster, &schedule, tiling, worker, index) {
+            while let Some(unit) = units.unit(worker, index) {
                 let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
-                for slice in unit.k_begin..unit.k_end {
-                    let k0 = (slice * BLOCK_K) as i32;
-                    if CLUSTER {
-                        // SAFETY: one producer thread per CTA; this CTA's slot receives its two A
-                        // boxes and both halves of B (its own multicast and the peer's): exactly
-                        // the announced bytes. Both consumers of both CTAs release the slot.
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T, BN>)>(state) };
-                        let (m1, b_half) = (m0 + A_BOX_ROWS as i32, b_ring.stage(state.stage).rows::<HALF_B>(rank));
-                        let n_half = n0 + (rank * HALF_B as u32) as i32;
-                        // SAFETY: the maps' boxes match the tile types (host contract: B's box is
-                        // half the tile); the slot is free in both CTAs (acquired above, and the
-                        // peer runs the same ring), which run the same smem plan.
+                let slices = unit.k_begin..unit.k_end;
+                if PINGPONG {
+                    let load = |stage: u32, slice: u32, full: &Mbarrier| {
+                        let k0 = (slice * BLOCK_K) as i32;
+                        // SAFETY: the maps' boxes match the tiles (host contract); the slot was
+                        // acquired free by `produce`.
                         unsafe {
-                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
-                            tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m1, batch, &full);
-                            tma::load_3d(tma::multicast(&b_half, BOTH_CTAS), b_map, k0, n_half, batch, &full);
+                            tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
+                            G::load_b(&b_ring, stage, b_map, (k0, n0, batch), full);
                         }
-                    } else if PINGPONG {
-                        // SAFETY: one producer thread; the two loads below deliver exactly the
-                        // announced bytes (full boxes, out-of-bounds elements zero-filled).
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, BTile<T, BN>)>(state) };
-                        // SAFETY: the maps' boxes match the tile types (host contract); the slot
-                        // is free (acquired above) until the consumer releases it.
+                    };
+                    // SAFETY: the one producer thread; each slot gets this warpgroup tile's A rows
+                    // and B: exactly the stage type's bytes (full boxes, out-of-bounds elements
+                    // zero-filled).
+                    unsafe { produce::<(ATile<T>, BTile<T, BN>), RING>(&pipe, &mut state, slices, load) };
+                } else {
+                    let load = |stage: u32, slice: u32, full: &Mbarrier| {
+                        let (k0, m1) = ((slice * BLOCK_K) as i32, m0 + A_BOX_ROWS as i32);
+                        // SAFETY: as above.
                         unsafe {
-                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
-                            tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
+                            tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
+                            tma::load_3d(&a_bottom.stage(stage), a_map, k0, m1, batch, full);
+                            G::load_b(&b_ring, stage, b_map, (k0, n0, batch), full);
                         }
-                    } else {
-                        // SAFETY: as above, for the three loads below.
-                        let full = unsafe { pipe.producer_acquire::<(ATile<T>, ATile<T>, BTile<T, BN>)>(state) };
-                        let m1 = m0 + A_BOX_ROWS as i32;
-                        // SAFETY: as above; both consumers release the slot.
-                        unsafe {
-                            tma::load_3d(&a_top.stage(state.stage), a_map, k0, m0, batch, &full);
-                            tma::load_3d(&a_bottom.stage(state.stage), a_map, k0, m1, batch, &full);
-                            tma::load_3d(&b_ring.stage(state.stage), b_map, k0, n0, batch, &full);
-                        }
-                    }
-                    state.advance();
+                    };
+                    // SAFETY: as above, with both warpgroups' A rows.
+                    unsafe { produce::<(ATile<T>, ATile<T>, BTile<T, BN>), RING>(&pipe, &mut state, slices, load) };
                 }
                 index += 1;
             }
@@ -221,53 +225,23 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
     let leader = warpgroup::thread_index() == 0;
     // SAFETY: the host passes a workspace and zeroed flags for the grid whenever it schedules
     // stream-K units; without them no unit has a Partial or Finalize role.
-    let slots = unsafe { PartialSlots::new(p) };
-    let mut state = PipelineState::<RING>::START;
+    let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
+    let stage_mma = SsStage { a: a_ring, b: b_ring };
+    let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = first_unit;
-    // The unit is decoded per trip from a block index read in place: decoding is a few
-    // divisions per tile, while hoisted it would hold registers through the main loop.
-    while let Some(unit) =
-        work_unit::<PINGPONG, CLUSTER>(p, &raster, &schedule, tiling, unit_worker::<CLUSTER>(), index)
-    {
+    // The worker is read in place per trip (`block_idx_x_in_place`): held across the main loop
+    // it would cost registers there.
+    while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
         if PINGPONG && index > 0 {
             // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
             // its stages, and start once its main loop has waited on all of them.
-            if let Some(other) =
-                work_unit::<PINGPONG, CLUSTER>(p, &raster, &schedule, tiling, unit_worker::<CLUSTER>(), index - 1)
-            {
-                state.advance_by(other.k_end - other.k_begin);
+            if let Some(other) = units.unit(block_idx_x_in_place() / G::CTAS, index - 1) {
+                consumer.skip(other.slices());
             }
             my_turn.wait(&mut turn);
         }
-        let mut acc = W::ZERO;
-        let mut previous = state;
-        // At least one slice (k ≥ 1), written as a do-while: a zero-trip path would hand the
-        // accumulator registers to the final wait from ordinary moves, and ptxas would then
-        // serialise every wgmma (C7515).
-        let mut slice = 0;
-        loop {
-            pipe.consumer_wait(state);
-            // SAFETY: the whole warpgroup runs this loop convergently; the stage's TMA data has
-            // landed (waited above) and is not overwritten before this warpgroup releases it,
-            // which happens only after a `wait` covering these wgmmas.
-            unsafe {
-                warpgroup::fence();
-                warpgroup::mma(&mut acc, &a_ring.stage(state.stage), &b_ring.stage(state.stage), slice > 0);
-                warpgroup::commit();
-                warpgroup::wait::<1>();
-            }
-            if slice > 0 && leader {
-                // SAFETY: the wgmmas reading `previous` completed (at most the newest group is
-                // pending); one release per warpgroup per stage (and CTA of the cluster).
-                unsafe { release::<RING, CLUSTER>(&pipe, previous, peer) };
-            }
-            previous = state;
-            state.advance();
-            slice += 1;
-            if slice >= unit.k_end - unit.k_begin {
-                break;
-            }
-        }
+        // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
+        let mut acc: W = unsafe { consumer.mainloop(unit.slices(), &stage_mma) };
         if PINGPONG {
             // Every thread arrives (no branch on the leader here: LLVM would duplicate the
             // `.aligned` wgmma wait below into both arms, and a warp split over two copies of
@@ -277,12 +251,8 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
             // phases behind (this warpgroup waits for its arrivals before its next main loop).
             unsafe { their_turn.arrive() };
         }
-        // SAFETY: whole warpgroup; completes every wgmma writing `acc` and reading `previous`.
-        unsafe { warpgroup::wait::<0>() };
-        if leader {
-            // SAFETY: as above.
-            unsafe { release::<RING, CLUSTER>(&pipe, previous, peer) };
-        }
+        // SAFETY: whole warpgroup, once after the main loop; `acc` is readable after it.
+        unsafe { consumer.drain() };
         match unit.role {
             UnitRole::Whole => {}
             UnitRole::Partial => {
@@ -299,107 +269,95 @@ unsafe fn gemm<T, O, W, const PINGPONG: bool, const CLUSTER: bool, const BN: usi
                 unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
             }
         }
-        let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
-        let row0 = m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
-        if p.d_tma != 0 {
-            let target = StagedStore {
-                p,
-                d_map,
-                staging: &my_staging,
-                barrier: &wg_barrier,
-                leader,
-                batch,
-                row0,
-                col0: n0 as u32,
-            };
-            // SAFETY: `d_map` describes D (host contract when d_tma = 1); the staging tiles belong
-            // to this warpgroup; `wg_barrier` counts its 128 threads.
-            unsafe { epilogue_staged::<O, W>(&acc, &target) };
-        } else {
-            // SAFETY: `p` describes D/C/bias valid for the launch (kernel contract).
-            unsafe { epilogue::<O, W>(&acc, p, batch as u32, row0, n0 as u32) };
-        }
+        let row0 = unit.m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
+        let target = BlockTarget {
+            p,
+            d_map,
+            staging: &my_staging,
+            barrier: &wg_barrier,
+            leader,
+            batch: unit.batch as u32,
+            row0,
+            col0: unit.n0 as u32,
+        };
+        // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
+        unsafe { E::write(&acc, &target) };
         index += unit_step;
     }
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.
         tma::wait_group::<0>();
     }
-    if CLUSTER {
+    if G::CTAS > 1 {
         // Neither CTA exits while the other may still arrive on its barriers.
         // SAFETY: every non-exited thread of both CTAs (the consumers; the producer warpgroup
         // has returned) reaches it once.
-        unsafe { cluster::sync() };
-    }
-}
-
-/// Hands a ring slot back: to this CTA's producer, and with clusters to the peer's too (its
-/// multicasts write this CTA's slot).
-///
-/// # Safety
-/// As for `Pipeline::consumer_release` (and `consumer_release_peer` with `CLUSTER`).
-#[inline(always)]
-unsafe fn release<const RING: usize, const CLUSTER: bool>(pipe: &Pipeline<RING>, slot: PipelineState<RING>, peer: u32) {
-    // SAFETY: forwarded to the caller.
-    unsafe {
-        pipe.consumer_release(slot);
-        if CLUSTER {
-            pipe.consumer_release_peer(slot, peer);
-        }
+        unsafe { G::sync() };
     }
 }
 
 /// The wide tile (128 × 256, or 64 × 256 per ping-pong warpgroup): accumulator, columns, stages.
 macro_rules! wide {
-    ($input:ty, $output:ty, $pingpong:literal) => {
-        gemm::<$input, $output, Acc64x256F32, $pingpong, false, { BLOCK_N as usize }, { STAGES as usize }>
+    ($input:ty, $epilogue:ty, $pingpong:literal) => {
+        $crate::gemm_bf16_ws_persistent_sm90::gemm::<
+            $input,
+            $epilogue,
+            warpforge_dsl::warpgroup::acc::Acc64x256F32,
+            $crate::gemm_sm90_ctas::Solo,
+            $pingpong,
+            { warpforge_dsl::abi::gemm_sm90::BLOCK_N as usize },
+            { warpforge_dsl::abi::gemm_sm90::STAGES as usize },
+        >
     };
 }
 /// The narrow tile (128 × 128, cooperative).
 macro_rules! narrow {
-    ($input:ty, $output:ty, $pingpong:literal) => {
-        gemm::<$input, $output, Acc64x128F32, $pingpong, false, { NARROW_BLOCK_N as usize }, { NARROW_STAGES as usize }>
+    ($input:ty, $epilogue:ty, $pingpong:literal) => {
+        gemm::<$input, $epilogue, Acc64x128F32, Solo, $pingpong, { NARROW_BLOCK_N as usize }, { NARROW_STAGES as usize }>
     };
 }
 /// The wide cooperative tile in 2 × 1 clusters: each CTA loads half of every B slice and
 /// multicasts it to both.
 macro_rules! wide_pair {
-    ($input:ty, $output:ty, $pingpong:literal) => {
-        gemm::<$input, $output, Acc64x256F32, $pingpong, true, { BLOCK_N as usize }, { STAGES as usize }>
+    ($input:ty, $epilogue:ty, $pingpong:literal) => {
+        gemm::<$input, $epilogue, Acc64x256F32, Pair, $pingpong, { BLOCK_N as usize }, { STAGES as usize }>
     };
 }
+pub(crate) use wide;
 
+/// `#[kernel]` entries over [`gemm`]: name, input type, epilogue, tile macro, arrangement.
 macro_rules! gemm_entries {
-    ($($name:ident: $input:ty => $output:ty, $tile:ident, pingpong = $pingpong:literal
+    ($($name:ident: $input:ty => $epilogue:ty, $tile:ident, pingpong = $pingpong:literal
         $(, cluster = $cluster:tt)?;)*) => {$(
-        /// GEMM entry point; see the module docs and [`GemmParams`].
+        /// GEMM entry point; see the module docs and [`GemmParams`](warpforge_dsl::abi::GemmParams).
         ///
         /// # Safety
         /// See `gemm`: tensor maps and parameters as the host launcher builds them.
-        #[kernel(threads = 384, min_blocks_per_sm = 1 $(, cluster = $cluster)?)]
+        #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1 $(, cluster = $cluster)?)]
         pub unsafe fn $name(
-            #[grid_constant] a_map: &TensorMap,
-            #[grid_constant] b_map: &TensorMap,
-            #[grid_constant] d_map: &TensorMap,
-            params: GemmParams,
+            #[grid_constant] a_map: &warpforge_dsl::abi::TensorMap,
+            #[grid_constant] b_map: &warpforge_dsl::abi::TensorMap,
+            #[grid_constant] d_map: &warpforge_dsl::abi::TensorMap,
+            params: warpforge_dsl::abi::GemmParams,
         ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { $tile!($input, $output, $pingpong)(a_map, b_map, d_map, &params) }
+            unsafe { $tile!($input, $epilogue, $pingpong)(a_map, b_map, d_map, &params) }
         }
     )*};
 }
+pub(crate) use gemm_entries;
 
 gemm_entries! {
-    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Bf16, wide, pingpong = false;
-    gemm_bf16_f16_ws_persistent_sm90: Bf16 => F16, wide, pingpong = false;
-    gemm_bf16_f32_ws_persistent_sm90: Bf16 => f32, wide, pingpong = false;
-    gemm_f16_bf16_ws_persistent_sm90: F16 => Bf16, wide, pingpong = false;
-    gemm_f16_f16_ws_persistent_sm90: F16 => F16, wide, pingpong = false;
-    gemm_f16_f32_ws_persistent_sm90: F16 => f32, wide, pingpong = false;
-    gemm_bf16_bf16_pingpong_sm90: Bf16 => Bf16, wide, pingpong = true;
-    gemm_f16_f16_pingpong_sm90: F16 => F16, wide, pingpong = true;
-    gemm_bf16_bf16_narrow_sm90: Bf16 => Bf16, narrow, pingpong = false;
-    gemm_f16_f16_narrow_sm90: F16 => F16, narrow, pingpong = false;
-    gemm_bf16_bf16_cluster_sm90: Bf16 => Bf16, wide_pair, pingpong = false, cluster = (2, 1, 1);
-    gemm_f16_f16_cluster_sm90: F16 => F16, wide_pair, pingpong = false, cluster = (2, 1, 1);
+    gemm_bf16_bf16_ws_persistent_sm90: Bf16 => Linear<Bf16>, wide, pingpong = false;
+    gemm_bf16_f16_ws_persistent_sm90: Bf16 => Linear<F16>, wide, pingpong = false;
+    gemm_bf16_f32_ws_persistent_sm90: Bf16 => Linear<f32>, wide, pingpong = false;
+    gemm_f16_bf16_ws_persistent_sm90: F16 => Linear<Bf16>, wide, pingpong = false;
+    gemm_f16_f16_ws_persistent_sm90: F16 => Linear<F16>, wide, pingpong = false;
+    gemm_f16_f32_ws_persistent_sm90: F16 => Linear<f32>, wide, pingpong = false;
+    gemm_bf16_bf16_pingpong_sm90: Bf16 => Linear<Bf16>, wide, pingpong = true;
+    gemm_f16_f16_pingpong_sm90: F16 => Linear<F16>, wide, pingpong = true;
+    gemm_bf16_bf16_narrow_sm90: Bf16 => Linear<Bf16>, narrow, pingpong = false;
+    gemm_f16_f16_narrow_sm90: F16 => Linear<F16>, narrow, pingpong = false;
+    gemm_bf16_bf16_cluster_sm90: Bf16 => Linear<Bf16>, wide_pair, pingpong = false, cluster = (2, 1, 1);
+    gemm_f16_f16_cluster_sm90: F16 => Linear<F16>, wide_pair, pingpong = false, cluster = (2, 1, 1);
 }

@@ -1,66 +1,22 @@
-//! The GEMM epilogue's element math: `D = act(alpha·acc + beta·C + bias)`, and the output
-//! element types.
+//! The plain GEMM's epilogue: `D = act(alpha·acc + beta·C + bias)`, written through the staged
+//! TMA store when the host made a D map (`d_tma`) and by direct stores otherwise.
+
+use core::marker::PhantomData;
 
 use warpforge_dsl::abi::{Activation, GemmParams};
 use warpforge_dsl::math;
-use warpforge_dsl::num::{Bf16, F16};
+use warpforge_dsl::parts::epilogue::{DirectStore, Output, StagedStore, store_direct, store_staged};
+use warpforge_dsl::warpgroup::acc::Accumulator;
 
-/// An output element type of the epilogue.
-pub trait Output: Copy {
-    /// The 16-bit type staged in shared memory for TMA stores (16-bit outputs are staged as
-    /// themselves; f32 output is always stored directly and never uses its staging type).
-    type Staged: Copy;
-    /// Rounds an f32 result.
-    fn from_f32(v: f32) -> Self;
-    /// Reads an element of C as f32.
-    fn to_f32(self) -> f32;
-    /// Two rounded f32 results in the staged type, packed (`lo` in the low half).
-    fn staged_pair(lo: f32, hi: f32) -> u32;
-}
-impl Output for Bf16 {
-    type Staged = Bf16;
-    fn from_f32(v: f32) -> Self {
-        Bf16::from_f32(v)
-    }
-    fn to_f32(self) -> f32 {
-        Bf16::to_f32(self)
-    }
-    fn staged_pair(lo: f32, hi: f32) -> u32 {
-        Bf16::pack2(lo, hi)
-    }
-}
-impl Output for F16 {
-    type Staged = F16;
-    fn from_f32(v: f32) -> Self {
-        F16::from_f32(v)
-    }
-    fn to_f32(self) -> f32 {
-        F16::to_f32(self)
-    }
-    fn staged_pair(lo: f32, hi: f32) -> u32 {
-        F16::pack2(lo, hi)
-    }
-}
-impl Output for f32 {
-    type Staged = Bf16;
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-    fn to_f32(self) -> f32 {
-        self
-    }
-    fn staged_pair(lo: f32, hi: f32) -> u32 {
-        Bf16::pack2(lo, hi)
-    }
-}
+use crate::gemm_bf16_ws_persistent_sm90::{BlockTarget, TileEpilogue};
 
 /// `alpha·value + beta·C + bias`, activated: the value of D at (`row`, `col`) of `batch`.
 ///
 /// # Safety
 /// `p.c` (when non-zero) and `p.bias` (when non-zero) are valid for every in-bounds element.
 #[inline(always)]
-pub unsafe fn finish<O: Output>(p: &GemmParams, value: f32, alpha: f32, batch: u32, row: u32, col: u32) -> f32 {
-    let mut v = alpha * value;
+pub unsafe fn finish<O: Output>(p: &GemmParams, value: f32, batch: u32, row: u32, col: u32) -> f32 {
+    let mut v = p.alpha * value;
     let inside = row < p.m && col < p.n;
     if p.c != 0 && inside {
         let at = batch as u64 * p.stride_c + row as u64 * p.ldc + col as u64;
@@ -76,5 +32,43 @@ pub unsafe fn finish<O: Output>(p: &GemmParams, value: f32, alpha: f32, batch: u
         Activation::Relu => math::relu(v),
         Activation::Silu => math::silu(v),
         Activation::GeluTanh => math::gelu_tanh(v),
+    }
+}
+
+/// The GEMM epilogue writing `O`.
+pub struct Linear<O>(PhantomData<O>);
+
+impl<O: Output, W: Accumulator<Elem = f32>> TileEpilogue<W> for Linear<O> {
+    type Out = O;
+
+    #[inline(always)]
+    unsafe fn write(acc: &W, t: &BlockTarget<'_, O>) {
+        let (p, batch, row0, col0) = (t.p, t.batch, t.row0, t.col0);
+        // SAFETY: C and bias are valid for every in-bounds element (the kernel's contract).
+        let full = |r: u32, c: u32, v: f32| unsafe { finish::<O>(p, v, batch, row0 + r, col0 + c) };
+        if p.d_tma != 0 {
+            let target = StagedStore::<O> {
+                d_map: t.d_map,
+                staging: t.staging,
+                barrier: t.barrier,
+                leader: t.leader,
+                batch: batch as i32,
+                row0,
+                col0,
+            };
+            if p.c == 0 && p.bias == 0 && p.activation == 0 {
+                // The common case gets its own unrolled copy with no per-element branches.
+                // SAFETY: `d_map` describes D when `d_tma` is set (host contract); the staging
+                // and barrier are the calling warpgroup's (the trait's contract).
+                unsafe { store_staged(acc, &target, |_, _, v| p.alpha * v) };
+            } else {
+                // SAFETY: as above.
+                unsafe { store_staged(acc, &target, full) };
+            }
+        } else {
+            let d = DirectStore { d: p.d as *mut O, ld: p.ldd, batch_stride: p.stride_d, rows: p.m, cols: p.n };
+            // SAFETY: `p.d` is valid for every in-bounds element of D (kernel contract).
+            unsafe { store_direct(acc, &d, (batch, row0, col0), full) };
+        }
     }
 }

@@ -18,11 +18,9 @@ pub mod gemm_epilogue;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
-pub mod gemm_sm90_store;
+pub mod gemm_sm90_ctas;
 #[cfg(warpforge_arch = "sm_90a")]
-pub mod gemm_sm90_units;
-#[cfg(warpforge_arch = "sm_90a")]
-pub mod gemm_stream_k;
+pub mod gemm_swiglu_sm90;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
 pub mod pack;

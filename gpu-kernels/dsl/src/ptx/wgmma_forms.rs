@@ -30,7 +30,7 @@ pub trait Accumulator: Copy {
     /// Registers per thread.
     const REGS: usize;
     /// What one register holds: `f32`, or two f16 packed in a `u32`.
-    type Elem: Copy;
+    type Elem: Copy + Default;
     /// All zeros.
     const ZERO: Self;
     /// Calls `f(i, register i)` for every register with constant indices (the fields stay in
@@ -39,6 +39,25 @@ pub trait Accumulator: Copy {
     /// Calls `f(i, &mut register i)` for every register, as [`Accumulator::for_each`] (e.g. to
     /// add partial sums computed elsewhere into the tile).
     fn for_each_mut(&mut self, f: impl FnMut(usize, &mut Self::Elem));
+    /// Register `i`: with a constant `i` (an unrolled loop) it folds to that field; with a
+    /// run-time one it is a chain of selects, never an indexed array in local memory.
+    #[inline(always)]
+    fn get(&self, i: usize) -> Self::Elem {
+        let mut out = Self::Elem::default();
+        self.for_each(|j, v| {
+            if j == i {
+                out = v;
+            }
+        });
+        out
+    }
+    /// The tile whose register `i` is `f(i)`, `i` in order.
+    #[inline(always)]
+    fn from_fn(mut f: impl FnMut(usize) -> Self::Elem) -> Self {
+        let mut tile = Self::ZERO;
+        tile.for_each_mut(|i, r| *r = f(i));
+        tile
+    }
 }
 
 /// `D = A·B (+ D)` with A and B from shared-memory descriptors, for this accumulator and the

@@ -1,5 +1,6 @@
-//! Stream-K fix-up of the sm_90 GEMM: how the CTAs that share one output tile combine their
-//! partial accumulators. Which CTA computes which K range of which tile, and in which role, is
+//! L3 stream-K fix-up: how the CTAs that share one output tile combine their partial
+//! accumulators (a third way out of the consumer's registers, beside the stores of
+//! [`super::epilogue`]). Which CTA computes which K range of which tile, and in which role, is
 //! `logic::schedule::stream_k`; this module is only the hand-over.
 //!
 //! A `Partial` unit's consumer warpgroup stores its accumulator registers as they are into its
@@ -12,41 +13,41 @@
 //! once, in its first stream-K unit, before any wait of its own, so every wait ends once the
 //! grid is resident.
 
-use warpforge_dsl::abi::GemmParams;
-use warpforge_dsl::abi::gemm_sm90::{FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS};
-use warpforge_dsl::atomic::AtomicCell;
-use warpforge_dsl::global::{F32x4, load_f32x4_l2, store_f32x4};
-use warpforge_dsl::sync::{NamedBarrier, fence_acq_rel_gpu};
-use warpforge_dsl::warpgroup::{self, acc::Accumulator};
+use crate::atomic::AtomicCell;
+use crate::global::{F32x4, load_f32x4_l2, store_f32x4};
+use crate::sync::{NamedBarrier, fence_acq_rel_gpu};
+use crate::warpgroup::{self, acc::Accumulator};
 
 /// Threads of a consumer warpgroup; one slot half holds `REGS × 128` f32.
 const WARPGROUP_THREADS: usize = 128;
-/// f32 per consumer warpgroup in a CTA's slot.
-const HALF_SLOT_FLOATS: usize = PARTIAL_SLOT_FLOATS as usize / FLAGS_PER_CTA as usize;
 
-/// The workspace and flags of a stream-K launch.
+/// The workspace and flags of a stream-K launch whose CTAs have `CONSUMERS` consumer
+/// warpgroups and a slot of `SLOT_FLOATS` f32 each (one partial accumulator tile).
 #[derive(Clone, Copy)]
-pub struct PartialSlots {
+pub struct PartialSlots<const CONSUMERS: u32, const SLOT_FLOATS: u32> {
     workspace: *mut f32,
     flags: *mut u32,
 }
 
-impl PartialSlots {
-    /// The slots of `p`.
+impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_FLOATS> {
+    /// f32 per consumer warpgroup in a CTA's slot.
+    const HALF_SLOT_FLOATS: usize = (SLOT_FLOATS / CONSUMERS) as usize;
+
+    /// The slots at `workspace` and `flags` (device addresses).
     ///
     /// # Safety
-    /// `p.workspace` holds `PARTIAL_SLOT_FLOATS` f32 (16-byte aligned) and `p.flags`
-    /// `FLAGS_PER_CTA` u32, zero at launch, for every CTA of the grid; nothing else touches them
-    /// during the launch.
+    /// `workspace` holds `SLOT_FLOATS` f32 (16-byte aligned) and `flags` `CONSUMERS` u32, zero at
+    /// launch, for every CTA of the grid, whenever the schedule has stream-K units (without them
+    /// nothing is touched); nothing else touches them during the launch.
     #[inline(always)]
-    pub unsafe fn new(p: &GemmParams) -> Self {
-        PartialSlots { workspace: p.workspace as *mut f32, flags: p.flags as *mut u32 }
+    pub unsafe fn new(workspace: u64, flags: u64) -> Self {
+        PartialSlots { workspace: workspace as *mut f32, flags: flags as *mut u32 }
     }
 
     /// The part of `cta`'s slot that consumer warpgroup `half` uses.
     #[inline(always)]
     fn slot(&self, cta: u32, half: u32) -> *mut f32 {
-        let at = cta as usize * PARTIAL_SLOT_FLOATS as usize + half as usize * HALF_SLOT_FLOATS;
+        let at = cta as usize * SLOT_FLOATS as usize + half as usize * Self::HALF_SLOT_FLOATS;
         self.workspace.wrapping_add(at)
     }
 
@@ -60,7 +61,7 @@ impl PartialSlots {
     #[inline(always)]
     fn flag(&self, cta: u32, half: u32) -> AtomicCell {
         // SAFETY: inside the flags of the grid (constructor contract); only atomics touch them.
-        unsafe { AtomicCell::new(self.flags.wrapping_add((cta * FLAGS_PER_CTA + half) as usize)) }
+        unsafe { AtomicCell::new(self.flags.wrapping_add((cta * CONSUMERS + half) as usize)) }
     }
 
     /// Stores this warpgroup's partial accumulator in `cta`'s slot and raises the flag.
@@ -77,7 +78,7 @@ impl PartialSlots {
         barrier: &NamedBarrier<128>,
         leader: bool,
     ) {
-        const { assert!(A::REGS * WARPGROUP_THREADS <= HALF_SLOT_FLOATS, "one accumulator fits half a slot") };
+        const { assert!(A::REGS * WARPGROUP_THREADS <= Self::HALF_SLOT_FLOATS, "one accumulator fits half a slot") };
         const { assert!(A::REGS % 4 == 0, "registers move four at a time") };
         let (slot, t) = (self.slot(cta, half), warpgroup::thread_index_in_place() as usize);
         let mut quad = F32x4::default();
@@ -88,7 +89,7 @@ impl PartialSlots {
                 2 => quad.2 = v,
                 _ => {
                     quad.3 = v;
-                    // SAFETY: (i/4·128 + t)·4 + 3 < HALF_SLOT_FLOATS, 16-byte aligned (the slots
+                    // SAFETY: (i/4·128 + t)·4 + 3 < half slot, 16-byte aligned (the slots
                     // are), inside this warpgroup's half slot, which no one reads before the
                     // flag below is raised.
                     unsafe { store_f32x4(Self::quad(slot, i / 4, t), quad) };

@@ -1,0 +1,212 @@
+//! L3 mainloop collective of a warp-specialised Hopper GEMM: the producer's TMA ring and the
+//! consumer warpgroup's wgmma loop with its release protocol.
+//!
+//! - **Producer** ([`produce`]): one elected thread walks a unit's K slices; for each it
+//!   acquires the next ring slot, announcing the bytes of the stage type `S` (a tuple of tile
+//!   types: what one slot holds), and lets the kernel's `load` closure issue the slot's TMA
+//!   loads (which tiles, which coordinates, multicast or not). A kernel cannot announce bytes
+//!   that disagree with its tile types.
+//! - **Consumer** ([`Consumer`]): a warpgroup multiplies a unit's slices into a fresh
+//!   accumulator with one wgmma group in flight: it waits for slot `s`, issues its wgmmas
+//!   through the kernel's [`StageMma`] (the hook per K block: a plain `mma`, or an FP8 kernel's
+//!   issue-and-promote), waits until at most that group is pending, and only then releases slot
+//!   `s − 1`, whose readers have completed. The loop is a do-while (at least one slice): a
+//!   zero-trip path would hand the accumulator to the final wait from ordinary moves and ptxas
+//!   would serialise every wgmma (C7515). [`Consumer::drain`] retires the last group and its
+//!   slot, so a kernel can act between the last issue and that wait (a ping-pong turn hand-over).
+//! - **Release** ([`StageRelease`]): to this CTA's producer ([`OwnCta`]) or, when the slot is
+//!   filled by multicast, to both CTAs of a pair ([`OwnAndPeer`]). The pipeline's consumer
+//!   arrival count is the number of releasing warpgroups times [`StageRelease::CTAS`].
+
+use core::ops::Range;
+
+use crate::mbarrier::Mbarrier;
+use crate::pipeline::{Pipeline, PipelineState, TmaLoad};
+use crate::tile::{SmemTile, SmemTileRing, SwizzleMode};
+use crate::warpgroup::acc::{Accumulator, WgmmaSs};
+use crate::warpgroup::{self, KMajor, SmemOperand, WgmmaElement};
+
+/// Issues the wgmmas of one ring slot into an accumulator: the consumer's per-K-block hook.
+pub trait StageMma<A> {
+    /// Issues the wgmmas reading slot `stage` into `acc` (`accumulate = false` on a unit's first
+    /// slice: the product overwrites `acc`).
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it convergently after `warpgroup::fence` and before
+    /// `warpgroup::commit`; slot `stage` holds landed data that stays unmodified until a wait
+    /// covers these wgmmas.
+    unsafe fn issue(&self, acc: &mut A, stage: u32, accumulate: bool);
+}
+
+/// How a consumer hands a ring slot back to the producer(s) that fill it.
+pub trait StageRelease: Copy {
+    /// Producers (CTAs) each release arrives at.
+    const CTAS: u32;
+    /// Releases `slot`.
+    ///
+    /// # Safety
+    /// Once per releasing warpgroup, slot and lap, after the wgmmas reading the slot completed;
+    /// the pipeline counts these arrivals ([`StageRelease::CTAS`] per warpgroup).
+    unsafe fn release<const RING: usize>(&self, pipe: &Pipeline<RING>, slot: PipelineState<RING>);
+}
+
+/// Releases to this CTA's producer only.
+#[derive(Clone, Copy, Debug)]
+pub struct OwnCta;
+
+impl StageRelease for OwnCta {
+    const CTAS: u32 = 1;
+    #[inline(always)]
+    unsafe fn release<const RING: usize>(&self, pipe: &Pipeline<RING>, slot: PipelineState<RING>) {
+        // SAFETY: forwarded to the caller.
+        unsafe { pipe.consumer_release(slot) };
+    }
+}
+
+/// Releases to this CTA's producer and to the cluster peer `peer`'s, whose multicasts write
+/// this CTA's slot too (see `Pipeline::consumer_release_peer`).
+#[derive(Clone, Copy, Debug)]
+pub struct OwnAndPeer {
+    /// Cluster rank of the peer CTA.
+    pub peer: u32,
+}
+
+impl StageRelease for OwnAndPeer {
+    const CTAS: u32 = 2;
+    #[inline(always)]
+    unsafe fn release<const RING: usize>(&self, pipe: &Pipeline<RING>, slot: PipelineState<RING>) {
+        // SAFETY: forwarded to the caller; the peer runs the same ring and outlives the
+        // arrival (its contract, which the caller upholds with a cluster barrier before exit).
+        unsafe {
+            pipe.consumer_release(slot);
+            pipe.consumer_release_peer(slot, self.peer);
+        }
+    }
+}
+
+/// Producer: fills one ring slot per K slice of `slices`, starting at `state` (advanced past
+/// them). `load(stage, slice, full)` issues the slot's TMA loads, completing on `full`.
+///
+/// # Safety
+/// Called by the one producer thread of the ring; `load` issues loads into slot `stage` that
+/// deliver exactly `S::BYTES` and complete on `full`; consumers release every slot (the ring's
+/// arrival count).
+#[inline(always)]
+pub unsafe fn produce<S: TmaLoad, const RING: usize>(
+    pipe: &Pipeline<RING>,
+    state: &mut PipelineState<RING>,
+    slices: Range<u32>,
+    mut load: impl FnMut(u32, u32, &Mbarrier),
+) {
+    for slice in slices {
+        // SAFETY: one producer thread; `load` delivers `S::BYTES` on this barrier (contract).
+        let full = unsafe { pipe.producer_acquire::<S>(*state) };
+        load(state.stage, slice, &full);
+        state.advance();
+    }
+}
+
+/// One consumer warpgroup's side of the ring: its position, release policy and leader.
+#[derive(Clone, Copy)]
+pub struct Consumer<R, const RING: usize> {
+    pipe: Pipeline<RING>,
+    release: R,
+    leader: bool,
+    state: PipelineState<RING>,
+    /// The slot of the group still in flight after [`Consumer::mainloop`].
+    pending: PipelineState<RING>,
+}
+
+impl<R: StageRelease, const RING: usize> Consumer<R, RING> {
+    /// A consumer at the ring's start; `leader` is one thread of the warpgroup (it releases).
+    #[inline(always)]
+    pub fn new(pipe: Pipeline<RING>, release: R, leader: bool) -> Self {
+        let start = PipelineState::START;
+        Consumer { pipe, release, leader, state: start, pending: start }
+    }
+
+    /// Skips `slices` slots that another warpgroup consumes (ping-pong).
+    #[inline(always)]
+    pub fn skip(&mut self, slices: u32) {
+        self.state.advance_by(slices);
+    }
+
+    /// Multiplies the next `slices` (≥ 1; 0 counts as 1) slots into a fresh accumulator and
+    /// returns it with its last wgmma group still in flight: call [`Consumer::drain`] before
+    /// reading it.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it convergently; the producer fills these slots in order;
+    /// `mma` as [`StageMma::issue`] requires.
+    #[inline(always)]
+    pub unsafe fn mainloop<A: Accumulator, M: StageMma<A>>(&mut self, slices: u32, mma: &M) -> A {
+        let mut acc = A::ZERO;
+        let mut previous = self.state;
+        let mut slice = 0;
+        loop {
+            self.pipe.consumer_wait(self.state);
+            // SAFETY: the whole warpgroup, convergent (contract); the slot's data has landed
+            // (waited above) and stays until this warpgroup releases it, after a covering wait.
+            unsafe {
+                warpgroup::fence();
+                mma.issue(&mut acc, self.state.stage, slice > 0);
+                warpgroup::commit();
+                warpgroup::wait::<1>();
+            }
+            if slice > 0 && self.leader {
+                // SAFETY: the wgmmas reading `previous` completed (at most the newest group is
+                // pending); one release per warpgroup, slot and lap.
+                unsafe { self.release.release(&self.pipe, previous) };
+            }
+            previous = self.state;
+            self.state.advance();
+            slice += 1;
+            if slice >= slices {
+                break;
+            }
+        }
+        self.pending = previous;
+        acc
+    }
+
+    /// Waits for the last wgmma group of [`Consumer::mainloop`] (its accumulator is then
+    /// readable) and releases its slot.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it convergently, once after each `mainloop`.
+    #[inline(always)]
+    pub unsafe fn drain(&mut self) {
+        // SAFETY: whole warpgroup (contract).
+        unsafe { warpgroup::wait::<0>() };
+        if self.leader {
+            // SAFETY: every wgmma reading the slot completed; its one release per lap.
+            unsafe { self.release.release(&self.pipe, self.pending) };
+        }
+    }
+}
+
+/// The plain SS stage: `acc (+)= A_slot · B_slotᵀ`, both operands K-major tiles of the slot
+/// (this warpgroup's 64 rows of A, and B's `N` rows).
+#[derive(Clone, Copy)]
+pub struct SsStage<T, S: SwizzleMode, const AR: usize, const BN: usize, const K: usize, const RING: usize> {
+    /// This warpgroup's A rows, one tile per slot.
+    pub a: SmemTileRing<T, AR, K, S, RING>,
+    /// B, one tile per slot.
+    pub b: SmemTileRing<T, BN, K, S, RING>,
+}
+
+impl<T, S, A, const AR: usize, const BN: usize, const K: usize, const RING: usize> StageMma<A>
+    for SsStage<T, S, AR, BN, K, RING>
+where
+    T: WgmmaElement,
+    S: SwizzleMode,
+    SmemTile<T, AR, K, S>: SmemOperand<Major = KMajor, Elem = T>,
+    SmemTile<T, BN, K, S>: SmemOperand<Major = KMajor, Elem = T>,
+    A: WgmmaSs<T::Kind, T::Kind>,
+{
+    #[inline(always)]
+    unsafe fn issue(&self, acc: &mut A, stage: u32, accumulate: bool) {
+        // SAFETY: forwarded to the caller (the trait's contract is `warpgroup::mma`'s).
+        unsafe { warpgroup::mma(acc, &self.a.stage(stage), &self.b.stage(stage), accumulate) };
+    }
+}

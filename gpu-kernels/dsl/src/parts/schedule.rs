@@ -1,0 +1,102 @@
+//! L3 tile scheduling as a kernel's roles see it: a [`TileScheduler`] answers "which tile and
+//! which K slices does worker `w` run as its `i`-th unit", the same answer for the producer and
+//! every consumer of the worker (so they agree on the ring's order without talking), decoded
+//! into the tile's coordinates. The policy (how many workers, which tiles are split over which
+//! CTAs) is decided before the launch; a scheduler only follows it.
+//!
+//! [`GroupedStreamK`] is the persistent GEMMs' scheduler: `logic::schedule::stream_k` units
+//! (data-parallel, stream-K or the hybrid) over a grouped rasterisation
+//! (`logic::schedule::swizzled`) of the tiles of every batch stacked along M. A worker is a
+//! CTA, or a cluster of CTAs stacked along M that take adjacent tile rows of each unit.
+
+use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
+use crate::logic::schedule::swizzled::Rasterization;
+
+/// One scheduled piece of work: K slices `k_begin..k_end` of the output tile at (`m0`, `n0`)
+/// of `batch`.
+#[derive(Clone, Copy)]
+pub struct TileUnit {
+    /// Batch of the tile.
+    pub batch: i32,
+    /// First row of the tile.
+    pub m0: i32,
+    /// First column of the tile.
+    pub n0: i32,
+    /// First K slice; `k_begin < k_end`: a scheduler never hands out an empty run.
+    pub k_begin: u32,
+    /// One past the last K slice.
+    pub k_end: u32,
+    /// What the accumulator becomes: the whole tile, a partial to publish, or the tile after
+    /// adding the contributors' partials.
+    pub role: UnitRole,
+    /// The workers that compute part of this tile (`first..=last`; the first finalises it).
+    pub contributors: (u32, u32),
+}
+
+impl TileUnit {
+    /// K slices in the unit (≥ 1).
+    #[inline(always)]
+    pub fn slices(&self) -> u32 {
+        self.k_end - self.k_begin
+    }
+}
+
+/// The unit sequence of each worker.
+pub trait TileScheduler {
+    /// The `index`-th unit of `worker`, or `None` when the worker is done.
+    fn unit(&self, worker: u32, index: u32) -> Option<TileUnit>;
+}
+
+/// Tile extents and how a worker's CTAs share a unit.
+#[derive(Clone, Copy)]
+pub struct TileGeometry {
+    /// Rows per tile.
+    pub block_m: u32,
+    /// Columns per tile.
+    pub block_n: u32,
+    /// Rasterisation rows per batch (tile rows, or groups of `ctas_per_worker` tile rows).
+    pub raster_rows: u32,
+    /// CTAs per worker, stacked along M (1, or 2 for 2 × 1 clusters).
+    pub ctas_per_worker: u32,
+    /// This CTA's place in its worker (0 without clusters): it takes tile row
+    /// `ctas_per_worker · row + rank` of each unit's rasterisation row.
+    pub rank: u32,
+}
+
+/// Stream-K (or data-parallel, or hybrid) units over a grouped rasterisation.
+#[derive(Clone, Copy)]
+pub struct GroupedStreamK {
+    /// Order of the tiles (batches stacked along M).
+    pub raster: Rasterization,
+    /// Which worker runs which K slices of which tile.
+    pub schedule: StreamKScheduler,
+    /// Decoding into coordinates.
+    pub geometry: TileGeometry,
+}
+
+impl TileScheduler for GroupedStreamK {
+    /// Decoded per call: a few divisions per tile, where a decoded unit carried across the
+    /// main loop would hold registers through it. With several CTAs per worker, a tile row past
+    /// the last (odd `tiles_m`) reads zeros and its stores are clipped.
+    #[inline(always)]
+    fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
+        let unit = self.schedule.unit(worker, index)?;
+        let tile = self.raster.coord(unit.tile)?;
+        let contributors = match unit.role {
+            UnitRole::Finalize => self.schedule.contributors(unit.tile)?,
+            _ => (worker, worker),
+        };
+        let g = self.geometry;
+        let row = tile.m % g.raster_rows;
+        let tile_row = g.ctas_per_worker * row + g.rank;
+        Some(TileUnit {
+            batch: (tile.m / g.raster_rows) as i32,
+            m0: (tile_row * g.block_m) as i32,
+            n0: (tile.n * g.block_n) as i32,
+            k_begin: unit.k_begin,
+            k_end: unit.k_end,
+            role: unit.role,
+            contributors,
+        })
+    }
+}
