@@ -18,8 +18,10 @@
 //! against a float64 reference there.
 //!
 //! Columns: fused and unfused µs per call, ratio unfused / fused (> 1: the fused kernel is
-//! faster), the fused kernel's TFLOP/s (2·M·2I·H flops), and `silu_mul` alone (µs and GB/s of
-//! its 6·M·I bytes). docs/PERF.md keeps the measurements.
+//! faster), the fused kernel's TFLOP/s (2·M·2I·H flops), `silu_mul` alone (µs and GB/s of
+//! its 6·M·I bytes), and the fused kernel with each variant forced (cooperative 128 × 256,
+//! ping-pong 64 × 256, narrow 128 × 128 gate-up tiles; timed after the compared pair in every
+//! round), which shows whether `Auto` picked well. docs/PERF.md keeps the measurements.
 //!
 //! Run: `cargo bench --bench gemm_swiglu` (on a GPU machine: `.gpu/bench-gemm_swiglu`).
 //! Optional arguments: `quick` (two shapes), `m=<M>` (only that M). Writes `gemm_swiglu.csv` to
@@ -32,7 +34,7 @@ use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
 use half::bf16;
-use warpforge::{Device, SwigluProblem, Warpforge, interleave_gate_up};
+use warpforge::{Consumers, Device, SwigluProblem, TileWidth, Warpforge, interleave_gate_up};
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -173,7 +175,16 @@ enum Side {
     Fused,
     Unfused,
     SiluMul,
+    /// The fused kernel with cooperative 128 × 256 tiles forced.
+    Cooperative,
+    /// With ping-pong consumers forced.
+    PingPong,
+    /// With narrow 128 × 128 tiles forced.
+    Narrow,
 }
+
+/// Every side, in the order the odd rounds time them.
+const SIDES: [Side; 6] = [Side::Fused, Side::Unfused, Side::SiluMul, Side::Cooperative, Side::PingPong, Side::Narrow];
 
 struct Row {
     model: &'static str,
@@ -186,6 +197,8 @@ struct Row {
     fused_tflops: f64,
     silu_us: f64,
     silu_gbps: f64,
+    /// µs of the fused kernel with each variant forced: cooperative, ping-pong, narrow.
+    forced_us: [f64; 3],
     clock: String,
 }
 
@@ -208,8 +221,22 @@ fn main() -> Result<()> {
         device.attributes().name
     );
     println!(
-        "{:<12} {:>6} {:>6} {:>6} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7}",
-        "model", "M", "H", "I", "fused µs", "unfused", "ratio", "fused TF", "silu µs", "GB/s", "MHz", "check"
+        "{:<12} {:>6} {:>6} {:>6} {:>9} {:>9} {:>7} {:>9} {:>8} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8}",
+        "model",
+        "M",
+        "H",
+        "I",
+        "fused µs",
+        "unfused",
+        "ratio",
+        "fused TF",
+        "silu µs",
+        "GB/s",
+        "MHz",
+        "check",
+        "coop µs",
+        "pp µs",
+        "narrow"
     );
     let mut rows: Vec<Row> = Vec::new();
     for &(name, hidden, intermediate) in &MLPS {
@@ -250,11 +277,11 @@ fn main() -> Result<()> {
 
     let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
     let mut csv = String::from(
-        "model,m,hidden,intermediate,fused_us,unfused_us,ratio,fused_tflops,silu_mul_us,silu_mul_gbps,sm_mhz\n",
+        "model,m,hidden,intermediate,fused_us,unfused_us,ratio,fused_tflops,silu_mul_us,silu_mul_gbps,sm_mhz,coop_us,pingpong_us,narrow_us\n",
     );
     for r in &rows {
         csv.push_str(&format!(
-            "{},{},{},{},{:.2},{:.2},{:.4},{:.1},{:.2},{:.0},{}\n",
+            "{},{},{},{},{:.2},{:.2},{:.4},{:.1},{:.2},{:.0},{},{:.2},{:.2},{:.2}\n",
             r.model,
             r.m,
             r.hidden,
@@ -265,7 +292,10 @@ fn main() -> Result<()> {
             r.fused_tflops,
             r.silu_us,
             r.silu_gbps,
-            r.clock
+            r.clock,
+            r.forced_us[0],
+            r.forced_us[1],
+            r.forced_us[2]
         ));
     }
     std::fs::write(format!("{out}/gemm_swiglu.csv"), csv)?;
@@ -297,6 +327,10 @@ fn run_shape(
     }
     drop(x);
     let problem = SwigluProblem::new(m, hidden, intermediate);
+    let forced = |consumers: Consumers, tile_width: TileWidth| SwigluProblem { consumers, tile_width, ..problem };
+    let cooperative = forced(Consumers::Cooperative, TileWidth::Wide);
+    let pingpong = forced(Consumers::PingPong, TileWidth::Wide);
+    let narrow = forced(Consumers::Cooperative, TileWidth::Narrow);
     let blas_cfg = GemmConfig {
         transa: cublasOperation_t::CUBLAS_OP_T,
         transb: cublasOperation_t::CUBLAS_OP_N,
@@ -319,6 +353,9 @@ fn run_shape(
                 wf.silu_mul(stream, m, intermediate, &a.h, &mut a.out_unfused)?;
             }
             Side::SiluMul => wf.silu_mul(stream, m, intermediate, &a.h, &mut a.out_unfused)?,
+            Side::Cooperative => wf.swiglu(stream, &cooperative, &a.x, &w.gate_up, &mut a.out_fused)?,
+            Side::PingPong => wf.swiglu(stream, &pingpong, &a.x, &w.gate_up, &mut a.out_fused)?,
+            Side::Narrow => wf.swiglu(stream, &narrow, &a.x, &w.gate_up, &mut a.out_fused)?,
         }
         Ok(())
     };
@@ -337,7 +374,7 @@ fn run_shape(
     let start = Instant::now();
     let mut iterations = 0usize;
     while start.elapsed().as_secs_f64() < WARMUP_SECONDS || iterations < 3 {
-        for side in [Side::Fused, Side::Unfused, Side::SiluMul] {
+        for side in SIDES {
             batch(side, 1, &mut sets)?;
         }
         iterations += 1;
@@ -348,13 +385,13 @@ fn run_shape(
 
     let begin = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    let mut times = [Vec::new(), Vec::new(), Vec::new()];
+    let mut times: [Vec<f64>; 6] = Default::default();
     for round in 0..ROUNDS {
-        let order = if round % 2 == 0 {
-            [Side::Fused, Side::Unfused, Side::SiluMul]
-        } else {
-            [Side::Unfused, Side::Fused, Side::SiluMul]
-        };
+        // The two compared sides alternate which goes first; the forced variants follow.
+        let mut order = SIDES;
+        if round % 2 == 0 {
+            order.swap(0, 1);
+        }
         for side in order {
             begin.record(stream)?;
             batch(side, reps, &mut sets)?;
@@ -364,7 +401,7 @@ fn run_shape(
         }
     }
     let clock = sm_clock_mhz();
-    let [fused_s, unfused_s, silu_s] = times.map(|mut t| median(&mut t));
+    let [fused_s, unfused_s, silu_s, cooperative_s, pingpong_s, narrow_s] = times.map(|mut t| median(&mut t));
     let flops = 2.0 * m as f64 * 2.0 * intermediate as f64 * hidden as f64;
     let silu_bytes = 6.0 * m as f64 * intermediate as f64;
 
@@ -380,10 +417,11 @@ fn run_shape(
         fused_tflops: flops / fused_s / 1e12,
         silu_us: silu_s * 1e6,
         silu_gbps: silu_bytes / silu_s / 1e9,
+        forced_us: [cooperative_s * 1e6, pingpong_s * 1e6, narrow_s * 1e6],
         clock,
     };
     println!(
-        "{:<12} {:>6} {:>6} {:>6} {:>9.1} {:>9.1} {:>7.3} {:>9.1} {:>8.1} {:>8.0} {:>6} {:>7}",
+        "{:<12} {:>6} {:>6} {:>6} {:>9.1} {:>9.1} {:>7.3} {:>9.1} {:>8.1} {:>8.0} {:>6} {:>7} {:>8.1} {:>8.1} {:>8.1}",
         row.model,
         m,
         hidden,
@@ -395,7 +433,10 @@ fn run_shape(
         row.silu_us,
         row.silu_gbps,
         row.clock,
-        check
+        check,
+        row.forced_us[0],
+        row.forced_us[1],
+        row.forced_us[2]
     );
     Ok(row)
 }

@@ -8,28 +8,22 @@
 //! first repacked on the GPU into a K-major scratch copy (one extra read and write of that
 //! operand; never a host copy). Inputs bf16 or f16, accumulation f32, output bf16, f16 or f32.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use cudarc::driver::{
-    CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop, ValidAsZeroBits,
-};
-use warpforge_abi::gemm_sm90::{
-    A_BOX_ROWS, BLOCK_K, BLOCK_M, FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS, PINGPONG_BLOCK_M, SMEM_BYTES, STORE_BOX_COLS,
-    THREADS,
-};
-use warpforge_abi::{Activation, GemmParams, PackParams, entries};
+use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, PINGPONG_BLOCK_M, SMEM_BYTES, STORE_BOX_COLS, THREADS};
+use warpforge_abi::{Activation, GemmParams, PackParams, TilePlan, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
-use warpforge_logic::schedule::heuristic::{
-    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
-};
 use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
 
+mod schedule;
 mod variant;
-use variant::Variant;
+pub(crate) use schedule::StreamKCache;
+use schedule::{GemmSchedule, poisoned, tile_plan};
+pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, TileWidth};
 
 /// The cluster shape of the paired variant ([`Clusters::Pairs`]).
@@ -194,7 +188,15 @@ fn span(layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize, batc
     (batch as u128 - 1) * stride as u128 + (outer as u128 - 1) * ld as u128 + inner as u128
 }
 
-fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
+/// The shape limits of every GEMM call (before any stride or buffer is looked at).
+fn check_shape(p: &GemmProblem) -> Result<()> {
+    check(p.m >= 1 && p.n >= 1 && p.k >= 1 && p.batch >= 1, || format!("empty problem {p:?}"))?;
+    check(p.m < 1 << 31 && p.n < 1 << 31 && p.k < 1 << 31 && p.batch < 1 << 16, || {
+        "m, n, k must be < 2^31 and batch < 2^16".into()
+    })
+}
+
+pub(crate) fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
     if cond { Ok(()) } else { Err(Error::InvalidArgument(msg())) }
 }
 
@@ -210,16 +212,8 @@ impl Warpforge {
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
         let p = problem;
-        if self.module().arch() != Arch::Sm90a {
-            return Err(Error::InvalidArgument(format!(
-                "gemm runs on Hopper (sm_90a); this device loaded {} (the Blackwell GEMM is compile-verified only)",
-                self.module().arch().name()
-            )));
-        }
-        check(p.m >= 1 && p.n >= 1 && p.k >= 1 && p.batch >= 1, || format!("empty problem {p:?}"))?;
-        check(p.m < 1 << 31 && p.n < 1 << 31 && p.k < 1 << 31 && p.batch < 1 << 16, || {
-            "m, n, k must be < 2^31 and batch < 2^16".into()
-        })?;
+        self.check_sm90("gemm")?;
+        check_shape(p)?;
         let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
         let [sa, sb, sc, sd] = p.strides();
         let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
@@ -267,7 +261,7 @@ impl Warpforge {
     /// Launches one sm_90 GEMM-body kernel (`launch.entry`) over K-major A (M × K) and B
     /// (`tile_cols` × K), writing D (`out`): the tile grid, schedule, stream-K buffers, D's
     /// tensor map and the parameters, shared by every kernel built on that body.
-    fn launch_sm90<I: GemmInput, O: GemmOutput>(
+    pub(crate) fn launch_sm90<I: GemmInput, O: GemmOutput>(
         &self,
         stream: &Arc<CudaStream>,
         launch: &Sm90Launch,
@@ -275,34 +269,18 @@ impl Warpforge {
         b_k_major: &KMajor<I>,
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
-        let (variant, out) = (launch.variant, launch.out);
+        let out = launch.out;
         let (m, k, batch) = (a_k_major.rows, a_k_major.k, a_k_major.batch);
-        let a_map = a_k_major.map(variant.a_box_rows())?;
-        let b_map = b_k_major.map(variant.b_box_rows())?;
-        let tiles_m = m.div_ceil(variant.block_m() as usize) as u32;
-        let tiles_n = launch.tile_cols.div_ceil(variant.block_n() as usize) as u32;
-        // Tiles counted in pairs of tile rows per batch with clusters (each cluster takes two).
-        let rows = if variant.pairs { tiles_m.div_ceil(2) } else { tiles_m } as u64 * batch as u64;
-        let tiles = rows * tiles_n as u64 * if variant.pairs { 2 } else { 1 };
-        check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
-        let (rows, k_slices) = (rows as u32, k.div_ceil(BLOCK_K as usize) as u32);
-        let kernel = self.module().kernel(launch.entry)?;
-        // Every resident slot (one CTA per SM; with clusters, every resident pair): the
-        // stream-K schedule spreads work over all.
-        let cluster = variant.pairs.then_some(PAIR);
-        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, cluster, u64::MAX)?.blocks;
-        let schedule = if variant.pairs {
-            GemmSchedule::pairs(rows, tiles_n, capacity / 2)
-        } else if variant.pingpong {
-            GemmSchedule::data_parallel(rows, tiles_n, capacity, BLOCK_M / PINGPONG_BLOCK_M)
-        } else {
-            GemmSchedule::choose(rows, tiles_n, k_slices, capacity)
-        };
+        let plan = self.plan_sm90(launch.entry, launch.variant, m, launch.tile_cols, k, batch)?;
+        let a_map = a_k_major.map(launch.variant.a_box_rows())?;
+        let b_map = b_k_major.map(launch.variant.b_box_rows())?;
+        let kernel = self.module().kernel(plan.entry)?;
+        let cluster = launch.variant.pairs.then_some(PAIR);
         let mut stream_k_cache = self.stream_k_cache().lock().map_err(|_| poisoned())?;
-        let mut stream_k = if schedule.mode == StreamKMode::DataParallel {
+        let mut stream_k = if plan.schedule == StreamKMode::DataParallel {
             None
         } else {
-            Some(stream_k_cache.buffers(stream, schedule.grid)?)
+            Some(stream_k_cache.buffers(stream, plan.grid)?)
         };
         let workspace_access = stream_k.as_mut().map(|b| b.device_ptr_mut(stream));
 
@@ -319,10 +297,12 @@ impl Warpforge {
             && (batch == 1 || pitched(out.batch_stride));
         let d_map = if d_tma {
             let batch_bytes = if batch == 1 { out.ld * m } else { out.batch_stride } * 2;
-            let builder =
-                TensorMapBuilder::<O>::new(&[out.cols as u64, m as u64, batch as u64], &[STORE_BOX_COLS, A_BOX_ROWS, 1])
-                    .global_strides(&[(out.ld * 2) as u64, batch_bytes as u64])
-                    .swizzle(Swizzle::B128);
+            let builder = TensorMapBuilder::<O>::new(
+                &[out.cols as u64, m as u64, batch as u64],
+                &[STORE_BOX_COLS, A_BOX_ROWS, 1],
+            )
+            .global_strides(&[(out.ld * 2) as u64, batch_bytes as u64])
+            .swizzle(Swizzle::B128);
             // SAFETY: `d_ptr` addresses `d_len` elements of the caller's D, borrowed mutably for
             // this call; the map is used only by the launch below.
             unsafe { builder.encode_raw(d_ptr, (d_len * std::mem::size_of::<O>()) as u64)? }
@@ -333,8 +313,6 @@ impl Warpforge {
         let params = GemmParams {
             m: m as u32,
             n: out.cols as u32,
-            k: k as u32,
-            batch: batch as u32,
             d: d_ptr,
             c: math.c,
             bias: math.bias,
@@ -345,21 +323,17 @@ impl Warpforge {
             alpha: math.alpha,
             beta: math.beta,
             activation: math.activation as u32,
-            tiles_m,
-            tiles_n,
-            raster_group: schedule.raster_group,
             d_tma: d_tma as u32,
-            stream_k: schedule.mode.code(),
             workspace: workspace_access.as_ref().map_or(0, |((ptr, _), _)| *ptr),
             flags: workspace_access.as_ref().map_or(0, |(_, (ptr, _))| *ptr),
         };
         let mut args = KernelArgs::new();
-        args.push(a_map).push(b_map).push(d_map).push(params);
-        let mut config = LaunchConfig::linear(schedule.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        args.push(a_map).push(b_map).push(d_map).push(params).push(plan.tiles);
+        let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
         if let Some(shape) = cluster {
             config = config.with_cluster(shape);
         }
-        // SAFETY: (A map, B map, D map, GemmParams) as every GEMM-body entry declares; the D map
+        // SAFETY: (A map, B map, D map, GemmParams, TilePlan) as every GEMM-body entry declares; the D map
         // is used only when `d_tma` is set and covers exactly D; the A/B maps cover live buffers
         // (scratch copies are dropped stream-ordered); the caller checked D, C and bias against
         // the problem and holds their borrows; stream-K slots and zeroed flags cover the grid,
@@ -370,11 +344,78 @@ impl Warpforge {
         Ok(())
     }
 
+    /// The plan of one sm_90 GEMM-body launch of `entry` as `variant` over an `m × k` A and a
+    /// `tile_cols × k` B, `batch` times: the tile grid, the schedule (from the persistent
+    /// capacity of this device) and the tile plan the kernel follows.
+    pub(crate) fn plan_sm90(
+        &self,
+        entry: &'static str,
+        variant: Variant,
+        m: usize,
+        tile_cols: usize,
+        k: usize,
+        batch: usize,
+    ) -> Result<GemmPlan> {
+        let tiles_m = m.div_ceil(variant.block_m() as usize) as u32;
+        let tiles_n = tile_cols.div_ceil(variant.block_n() as usize) as u32;
+        // Tiles counted in pairs of tile rows per batch with clusters (each cluster takes two).
+        let ctas_per_worker = if variant.pairs { 2 } else { 1 };
+        let raster_rows = tiles_m.div_ceil(ctas_per_worker);
+        let rows = raster_rows as u64 * batch as u64;
+        let tiles = rows * tiles_n as u64 * ctas_per_worker as u64;
+        check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
+        let (rows, k_slices) = (rows as u32, k.div_ceil(BLOCK_K as usize) as u32);
+        let kernel = self.module().kernel(entry)?;
+        // Every resident slot (one CTA per SM; with clusters, every resident pair): the
+        // stream-K schedule spreads work over all.
+        let cluster = variant.pairs.then_some(PAIR);
+        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, cluster, u64::MAX)?.blocks;
+        let schedule = if variant.pairs {
+            GemmSchedule::pairs(rows, tiles_n, capacity / 2)
+        } else if variant.pingpong {
+            GemmSchedule::data_parallel(rows, tiles_n, capacity, BLOCK_M / PINGPONG_BLOCK_M)
+        } else {
+            GemmSchedule::choose(rows, tiles_n, k_slices, capacity)
+        };
+        let tile_plan = tile_plan(rows, tiles_n, raster_rows, k_slices, &schedule, ctas_per_worker)?;
+        Ok(GemmPlan {
+            entry,
+            consumers: if variant.pingpong { Consumers::PingPong } else { Consumers::Cooperative },
+            tile_width: if variant.narrow { TileWidth::Narrow } else { TileWidth::Wide },
+            clusters: if variant.pairs { Clusters::Pairs } else { Clusters::Off },
+            tile: (variant.block_m(), variant.block_n()),
+            schedule: schedule.mode,
+            grid: schedule.grid,
+            tiles: tile_plan,
+        })
+    }
+
+    /// The plan [`Warpforge::gemm`] launches for `problem` with `I` → `O` (after the same shape
+    /// checks; buffers are not needed): which kernel, tile and schedule, on how many CTAs.
+    pub fn gemm_plan<I: GemmInput, O: GemmOutput>(&self, problem: &GemmProblem) -> Result<GemmPlan> {
+        self.check_sm90("gemm")?;
+        check_shape(problem)?;
+        let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
+        let entry = variant.entry(I::NAME, O::NAME);
+        self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)
+    }
+
+    /// Refuses every GPU but Hopper (sm_90a), naming `what`.
+    pub(crate) fn check_sm90(&self, what: &str) -> Result<()> {
+        if self.module().arch() == Arch::Sm90a {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "{what} runs on Hopper (sm_90a); this device loaded {} (the Blackwell GEMM is compile-verified only)",
+            self.module().arch().name()
+        )))
+    }
+
     /// A K-major view of an operand with `rows` rows (M or N) of `k` elements: the caller's
     /// buffer when TMA can read it (`k_major`, 16-byte pitch and batch stride, 16-byte base),
     /// otherwise a packed scratch copy made on the GPU.
     #[allow(clippy::too_many_arguments)]
-    fn k_major_operand<T: GemmInput>(
+    pub(crate) fn k_major_operand<T: GemmInput>(
         &self,
         stream: &Arc<CudaStream>,
         buf: &impl DevicePtr<T>,
@@ -423,76 +464,61 @@ impl Warpforge {
     }
 }
 
-/// The fused gate-up + SwiGLU GEMM ([`crate::swiglu`]): validates, then launches the GEMM body
-/// with the SwiGLU epilogue over the interleaved gate-up weight, cooperative 128 × 256 tiles
-/// (each tile's 128 gate-up pairs are 128 output columns).
-pub(crate) fn run_swiglu<T: crate::swiglu::SwigluElement>(
-    wf: &Warpforge,
-    stream: &Arc<CudaStream>,
-    problem: &crate::SwigluProblem,
-    x: &impl DevicePtr<T>,
-    w_gate_up: &impl DevicePtr<T>,
-    out: &mut impl DevicePtrMut<T>,
-) -> Result<()> {
-    let p = problem;
-    if wf.module().arch() != Arch::Sm90a {
-        return Err(Error::InvalidArgument(format!(
-            "swiglu runs on Hopper (sm_90a); this device loaded {}",
-            wf.module().arch().name()
-        )));
-    }
-    check(p.m >= 1 && p.hidden >= 1 && p.intermediate >= 1, || format!("empty problem {p:?}"))?;
-    check(p.m < 1 << 31 && p.hidden < 1 << 31 && p.intermediate < 1 << 30, || {
-        "m and hidden must be < 2^31, intermediate < 2^30".into()
-    })?;
-    let rows = p.gate_up_rows();
-    let (need_x, need_w, need_out) = (p.m as u128 * p.hidden as u128, rows as u128 * p.hidden as u128, p.m as u128 * p.intermediate as u128);
-    check(x.len() as u128 >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
-    check(w_gate_up.len() as u128 >= need_w, || {
-        format!("w_gate_up holds {} elements, the problem reads {need_w} ({rows} interleaved rows)", w_gate_up.len())
-    })?;
-    check(out.len() as u128 >= need_out, || format!("out holds {} elements, the problem writes {need_out}", out.len()))?;
-    let x_k_major = wf.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
-    let w_k_major = wf.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
-    let variant = Variant { pingpong: false, narrow: false, pairs: false };
-    let math = EpilogueMath { c: 0, bias: 0, ldc: 0, stride_c: 0, alpha: 1.0, beta: 0.0, activation: Activation::None };
-    let shape = OutputShape { cols: p.intermediate, ld: p.intermediate, batch_stride: p.m * p.intermediate };
-    let launch = Sm90Launch { entry: T::SWIGLU_ENTRY, variant, tile_cols: rows, out: shape, math };
-    wf.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
+/// What a GEMM-body call runs, decided before its launch ([`Warpforge::gemm_plan`],
+/// [`Warpforge::swiglu_plan`]): the kernel, its tile, the schedule and the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmPlan {
+    /// Kernel entry.
+    pub entry: &'static str,
+    /// Consumer arrangement run: `Cooperative` or `PingPong`.
+    pub consumers: Consumers,
+    /// Tile width run: `Wide` or `Narrow`.
+    pub tile_width: TileWidth,
+    /// Clusters run: `Off` or `Pairs`.
+    pub clusters: Clusters,
+    /// Rows × columns of one tile of the kernel's product (columns of B's rows: a SwiGLU tile
+    /// of 256 gate-up columns writes 128 outputs).
+    pub tile: (u32, u32),
+    /// How the K loops are split: data-parallel, pure stream-K or the hybrid.
+    pub schedule: StreamKMode,
+    /// CTAs launched.
+    pub grid: u32,
+    /// The tile order and each worker's units, as the kernel receives them.
+    pub tiles: TilePlan,
 }
 
 /// What one sm_90 GEMM-body launch runs: the entry, its variant, the columns of the tile grid
 /// (rows of B), D's shape and the epilogue math.
-struct Sm90Launch {
-    entry: &'static str,
-    variant: Variant,
-    tile_cols: usize,
-    out: OutputShape,
-    math: EpilogueMath,
+pub(crate) struct Sm90Launch {
+    pub(crate) entry: &'static str,
+    pub(crate) variant: Variant,
+    pub(crate) tile_cols: usize,
+    pub(crate) out: OutputShape,
+    pub(crate) math: EpilogueMath,
 }
 
 /// D's columns, row pitch and batch stride (elements); its rows are A's.
 #[derive(Clone, Copy)]
-struct OutputShape {
-    cols: usize,
-    ld: usize,
-    batch_stride: usize,
+pub(crate) struct OutputShape {
+    pub(crate) cols: usize,
+    pub(crate) ld: usize,
+    pub(crate) batch_stride: usize,
 }
 
 /// The plain GEMM epilogue's operands and scalars (device addresses, 0 for absent).
 #[derive(Clone, Copy)]
-struct EpilogueMath {
-    c: u64,
-    bias: u64,
-    ldc: u64,
-    stride_c: u64,
-    alpha: f32,
-    beta: f32,
-    activation: Activation,
+pub(crate) struct EpilogueMath {
+    pub(crate) c: u64,
+    pub(crate) bias: u64,
+    pub(crate) ldc: u64,
+    pub(crate) stride_c: u64,
+    pub(crate) alpha: f32,
+    pub(crate) beta: f32,
+    pub(crate) activation: Activation,
 }
 
 /// A K-major operand (rows × k per batch) at `ptr`, possibly owning its scratch buffer.
-struct KMajor<T> {
+pub(crate) struct KMajor<T> {
     ptr: u64,
     len: usize,
     rows: usize,
@@ -513,182 +539,5 @@ impl<T: GemmInput> KMajor<T> {
         // the whole `gemm` call, or our scratch, owned by `self`); the map is used only by the
         // launch inside that call.
         Ok(unsafe { builder.encode_raw(self.ptr, self.len as u64 * 2)? })
-    }
-}
-
-fn poisoned() -> Error {
-    Error::InvalidArgument("a thread panicked while holding warpforge's stream-K workspace cache".into())
-}
-
-/// Stream-K buffers of one stream: a partial-tile slot and flags for `ctas` CTAs.
-struct StreamKBuffers {
-    slots: CudaSlice<f32>,
-    flags: CudaSlice<u32>,
-    ctas: u32,
-}
-
-impl StreamKBuffers {
-    /// Device pointers to both buffers, with their stream-ordering guards.
-    fn device_ptr_mut<'a>(&'a mut self, stream: &'a Arc<CudaStream>) -> ((u64, SyncOnDrop<'a>), (u64, SyncOnDrop<'a>)) {
-        (self.slots.device_ptr_mut(stream), self.flags.device_ptr_mut(stream))
-    }
-}
-
-/// The stream-K buffers of every stream that ran a stream-K GEMM, kept for the next call:
-/// launches on one stream are ordered, so they can share one set, and the kernel leaves the
-/// flags zero, so nothing is cleared between calls. Streams never share a set.
-#[derive(Clone, Default)]
-pub(crate) struct StreamKCache(Arc<Mutex<StreamKSets>>);
-
-/// Buffers by stream handle.
-#[derive(Default)]
-pub(crate) struct StreamKSets(HashMap<usize, StreamKBuffers>);
-
-impl StreamKCache {
-    pub(crate) fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, StreamKSets>> {
-        self.0.lock()
-    }
-}
-
-impl std::fmt::Debug for StreamKCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let streams = self.0.lock().map_or(0, |sets| sets.0.len());
-        write!(f, "StreamKCache {{ streams: {streams} }}")
-    }
-}
-
-impl StreamKSets {
-    /// `stream`'s buffers, (re)allocated when missing or smaller than `ctas` CTAs need. The
-    /// cached buffers hold a reference to their stream, so its handle cannot be reused by a
-    /// new stream while the entry exists.
-    fn buffers(&mut self, stream: &Arc<CudaStream>, ctas: u32) -> Result<&mut StreamKBuffers> {
-        let key = stream.cu_stream() as usize;
-        if self.0.get(&key).is_none_or(|b| b.ctas < ctas) {
-            // SAFETY: the kernel writes every slot element before any read of it (a partial is
-            // published before its flag is raised); f32 has no invalid bit patterns.
-            let slots = unsafe { stream.alloc::<f32>(ctas as usize * PARTIAL_SLOT_FLOATS as usize)? };
-            let flags = stream.alloc_zeros::<u32>(ctas as usize * FLAGS_PER_CTA as usize)?;
-            self.0.insert(key, StreamKBuffers { slots, flags, ctas });
-        }
-        Ok(self.0.get_mut(&key).expect("inserted above"))
-    }
-}
-
-/// The tile schedule of one launch: its mode, grid and band width.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct GemmSchedule {
-    mode: StreamKMode,
-    grid: u32,
-    raster_group: u32,
-}
-
-impl GemmSchedule {
-    /// `logic::schedule::heuristic` for `tiles_m × tiles_n` tiles (batches stacked along M) of
-    /// `k_slices` K slices each on `capacity` resident CTAs: data-parallel when the waves are
-    /// full enough (grid = tiles when they fit in one wave), the hybrid over every resident CTA
-    /// when there are full waves, and pure stream-K over as many CTAs per tile (at most
-    /// `STREAM_K_MAX_SPLITS`) as the fix-up cost model finds worth it (`pure_stream_k_grid`;
-    /// none: data-parallel). Bands always run along M (the kernel's rasterisation).
-    fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
-        let capacity = capacity.max(1);
-        let tiles = tiles_m as u64 * tiles_n as u64;
-        let raster_group = raster_group(tiles_m, tiles_n);
-        let mode = match choose_scheduler(tiles_m, tiles_n, k_slices, capacity, TileCost::Uniform) {
-            Scheduler::StreamK(mode) => mode,
-            Scheduler::Static | Scheduler::Swizzled { .. } | Scheduler::Dynamic { .. } => StreamKMode::DataParallel,
-        };
-        let (mode, grid) = match mode {
-            StreamKMode::DataParallel => (mode, tiles.min(capacity as u64) as u32),
-            StreamKMode::Pure => {
-                // Fewer tiles than CTAs, so `tiles` fits u32.
-                let grid = pure_stream_k_grid(tiles as u32, k_slices, capacity, STREAM_K_MAX_SPLITS);
-                if grid as u64 == tiles { (StreamKMode::DataParallel, grid) } else { (mode, grid) }
-            }
-            StreamKMode::Hybrid => (mode, capacity),
-        };
-        GemmSchedule { mode, grid, raster_group }
-    }
-
-    /// 2 × 1 clusters: whole tile pairs (`pair_rows` rows of pairs) round robin over at most
-    /// `clusters` clusters of two CTAs, in bands of the same height in tile rows as the
-    /// cooperative schedule's.
-    fn pairs(pair_rows: u32, tiles_n: u32, clusters: u32) -> Self {
-        let pairs = pair_rows as u64 * tiles_n as u64;
-        let grid = 2 * pairs.min(clusters.max(1) as u64) as u32;
-        GemmSchedule {
-            mode: StreamKMode::DataParallel,
-            grid,
-            raster_group: raster_group(pair_rows, tiles_n).div_ceil(2),
-        }
-    }
-
-    /// Whole tiles round robin over at most `capacity` CTAs, in bands of the same height as
-    /// the cooperative schedule's (`band_scale` tile rows per cooperative tile row).
-    fn data_parallel(tiles_m: u32, tiles_n: u32, capacity: u32, band_scale: u32) -> Self {
-        let tiles = tiles_m as u64 * tiles_n as u64;
-        let raster_group = (raster_group(tiles_m, tiles_n) * band_scale).min(tiles_m.max(1));
-        GemmSchedule { mode: StreamKMode::DataParallel, grid: tiles.min(capacity.max(1) as u64) as u32, raster_group }
-    }
-}
-
-/// Band width (in tile rows) of the grouped schedule: bands of 8 tile rows keep one band's A
-/// rows and a sweep of B columns in L2 while it is swept; narrower grids use the whole height.
-fn raster_group(tiles_m: u32, _tiles_n: u32) -> u32 {
-    tiles_m.clamp(1, 8)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{GemmSchedule, StreamKMode};
-    use warpforge_logic::schedule::stream_k::StreamKScheduler;
-
-    const H200_SMS: u32 = 132;
-
-    fn schedule(m: u32, n: u32, k: u32) -> GemmSchedule {
-        GemmSchedule::choose(m.div_ceil(128), n.div_ceil(256), k.div_ceil(64), H200_SMS)
-    }
-
-    #[test]
-    fn full_waves_stay_data_parallel_and_partial_waves_use_stream_k() {
-        // 4096³: 512 tiles, 4 waves at 97 %.
-        let square = GemmSchedule { mode: StreamKMode::DataParallel, grid: 132, raster_group: 8 };
-        assert_eq!(schedule(4096, 4096, 4096), square);
-        // One wave at 97 %: 128 CTAs, one tile each.
-        assert_eq!(schedule(1024, 4096, 4096).grid, 128);
-        // M = 128: 16 tiles, less than a wave: 4 CTAs share each tile's K loop evenly.
-        let small_m = GemmSchedule { mode: StreamKMode::Pure, grid: 64, raster_group: 1 };
-        assert_eq!(schedule(128, 4096, 4096), small_m);
-        // 1152 × 8192: 288 tiles, the third wave 18 % full: hybrid.
-        assert_eq!(schedule(1152, 8192, 4096).mode, StreamKMode::Hybrid);
-        // 344 tiles: two full waves and 80 tiles, which only split unevenly: data-parallel.
-        assert_eq!(schedule(1024, 11008, 4096).mode, StreamKMode::DataParallel);
-        // 4096² with K = 14336: 116 tail tiles, the same (a straddling tail measured 15 % slower).
-        assert_eq!(schedule(4096, 4096, 14336).mode, StreamKMode::DataParallel);
-        // M = 1024, N = 14336: 448 tiles, the 52 left over split two ways.
-        assert_eq!(schedule(1024, 14336, 4096).mode, StreamKMode::Hybrid);
-        // 544 tiles: four full waves and 16 tiles, split four ways.
-        assert_eq!(schedule(2176, 8192, 4096).mode, StreamKMode::Hybrid);
-        // Too little K to split: data-parallel whatever the waves.
-        assert_eq!(schedule(1152, 8192, 128).mode, StreamKMode::DataParallel);
-        // Less than a wave but a short K loop: the fix-up would cost more than splitting saves.
-        let short_k = GemmSchedule { mode: StreamKMode::DataParallel, grid: 16, raster_group: 1 };
-        assert_eq!(schedule(128, 4096, 1024), short_k);
-        // K = 2048: two CTAs per tile.
-        assert_eq!(schedule(128, 4096, 2048).grid, 32);
-    }
-
-    #[test]
-    fn every_choice_is_buildable() {
-        for tm in [1u32, 2, 7, 9, 17, 33, 130, 131, 133, 264, 1000] {
-            for tn in [1u32, 3, 16, 43, 56] {
-                for k in [1u32, 3, 4, 64, 224] {
-                    let s = GemmSchedule::choose(tm, tn, k, H200_SMS);
-                    assert!(s.grid >= 1 && s.grid <= H200_SMS);
-                    assert!((1..=8).contains(&s.raster_group));
-                    let built = StreamKScheduler::try_new(tm * tn, k, s.grid, s.mode);
-                    assert!(built.is_some(), "{tm}×{tn}, k {k}: {s:?}");
-                }
-            }
-        }
     }
 }

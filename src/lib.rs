@@ -23,7 +23,7 @@ pub mod kernels;
 pub mod ptx;
 pub mod swiglu;
 
-pub use gemm::{Clusters, Consumers, Epilogue, GemmProblem, Layout, TileWidth};
+pub use gemm::{Clusters, Consumers, Epilogue, GemmPlan, GemmProblem, Layout, TileWidth};
 pub use kernels::Warpforge;
 pub use swiglu::{SwigluProblem, interleave_gate_up};
 pub use warpforge_abi as abi;

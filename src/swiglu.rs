@@ -19,22 +19,42 @@ use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use warpforge_abi::entries;
 use warpforge_host::{Error, Result};
 
-use crate::Warpforge;
-use crate::gemm::GemmInput;
+use crate::gemm::{Clusters, EpilogueMath, GemmInput, GemmPlan, GemmProblem, OutputShape, Sm90Launch, Variant, check};
+use crate::{Activation, Consumers, TileWidth, Warpforge};
 
 /// Rows of each weight per interleaving block of the gate-up matrix.
 pub const GATE_UP_BLOCK: usize = 8;
 
+/// Up to this many tokens (one 64-row ping-pong tile row), `Auto` runs ping-pong consumers:
+/// whole 64 × 256 tiles, data-parallel, so the weight streams once with no stream-K fix-up and
+/// half the 128-row tile's wasted rows. Measured on the H200 at M = 1 and 16 over five MLPs
+/// (docs/PERF.md): fastest of the three variants on all ten, 9–27 % ahead of cooperative and
+/// 15–55 % ahead of narrow tiles; the plain GEMM's rules (fitted to M ≥ 128) picked those.
+const DECODE_ROWS: usize = 64;
+
 /// Element types of the fused kernel: bf16 or f16 activations, weights and output.
 pub trait SwigluElement: GemmInput + crate::gemm::GemmOutput {
-    /// The fused kernel's entry for this type.
-    const SWIGLU_ENTRY: &'static str;
+    /// The fused kernel's entries for this type: cooperative, ping-pong, narrow.
+    const SWIGLU_ENTRIES: [&'static str; 3];
+    /// The entry of a variant.
+    fn swiglu_entry(pingpong: bool, narrow: bool) -> &'static str {
+        let [cooperative, pingpong_entry, narrow_entry] = Self::SWIGLU_ENTRIES;
+        if pingpong {
+            pingpong_entry
+        } else if narrow {
+            narrow_entry
+        } else {
+            cooperative
+        }
+    }
 }
 impl SwigluElement for half::bf16 {
-    const SWIGLU_ENTRY: &'static str = entries::GEMM_SWIGLU_BF16;
+    const SWIGLU_ENTRIES: [&'static str; 3] =
+        [entries::GEMM_SWIGLU_BF16, entries::GEMM_SWIGLU_BF16_PINGPONG, entries::GEMM_SWIGLU_BF16_NARROW];
 }
 impl SwigluElement for half::f16 {
-    const SWIGLU_ENTRY: &'static str = entries::GEMM_SWIGLU_F16;
+    const SWIGLU_ENTRIES: [&'static str; 3] =
+        [entries::GEMM_SWIGLU_F16, entries::GEMM_SWIGLU_F16_PINGPONG, entries::GEMM_SWIGLU_F16_NARROW];
 }
 
 /// One fused gate-up + SwiGLU call: `x` is `m × hidden`, each weight `intermediate × hidden`,
@@ -47,13 +67,19 @@ pub struct SwigluProblem {
     pub hidden: usize,
     /// Intermediate width I: rows of each weight, columns of the output, ≥ 1.
     pub intermediate: usize,
+    /// Consumer arrangement (a performance choice; `Auto` applies the GEMM's rules to the tile
+    /// grid of the gate-up weight).
+    pub consumers: Consumers,
+    /// Tile width (a performance choice, as `consumers`): 256 gate-up columns (128 outputs) per
+    /// tile, or 128 (64 outputs).
+    pub tile_width: TileWidth,
 }
 
 impl SwigluProblem {
     /// The problem of `m` tokens through an MLP of width `hidden` and intermediate width
     /// `intermediate`.
     pub fn new(m: usize, hidden: usize, intermediate: usize) -> Self {
-        SwigluProblem { m, hidden, intermediate }
+        SwigluProblem { m, hidden, intermediate, consumers: Consumers::Auto, tile_width: TileWidth::Auto }
     }
 
     /// Rows of the interleaved gate-up weight: `2·I` rounded up to whole blocks (saturating at
@@ -68,8 +94,16 @@ impl SwigluProblem {
 /// [`GATE_UP_BLOCK`] gate rows then the same up rows; the last block's missing rows (when
 /// `intermediate` is not a multiple of the block) are `zero`. A service does this once, when it
 /// loads the weights.
-pub fn interleave_gate_up<T: Copy>(gate: &[T], up: &[T], intermediate: usize, hidden: usize, zero: T) -> Result<Vec<T>> {
-    let len = intermediate.checked_mul(hidden).ok_or_else(|| Error::InvalidArgument("intermediate × hidden overflows".into()))?;
+pub fn interleave_gate_up<T: Copy>(
+    gate: &[T],
+    up: &[T],
+    intermediate: usize,
+    hidden: usize,
+    zero: T,
+) -> Result<Vec<T>> {
+    let len = intermediate
+        .checked_mul(hidden)
+        .ok_or_else(|| Error::InvalidArgument("intermediate × hidden overflows".into()))?;
     if gate.len() != len || up.len() != len {
         return Err(Error::InvalidArgument(format!(
             "gate holds {} and up {} elements; intermediate × hidden is {len}",
@@ -106,6 +140,68 @@ impl Warpforge {
         w_gate_up: &impl DevicePtr<T>,
         out: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
-        crate::gemm::run_swiglu(self, stream, problem, x, w_gate_up, out)
+        run_swiglu(self, stream, problem, x, w_gate_up, out)
     }
+
+    /// The plan [`Warpforge::swiglu`] launches for `problem` with `T` (after the same shape
+    /// checks; buffers are not needed): which kernel, tile and schedule, on how many CTAs.
+    pub fn swiglu_plan<T: SwigluElement>(&self, problem: &SwigluProblem) -> Result<GemmPlan> {
+        swiglu_plan::<T>(self, problem)
+    }
+}
+
+/// The fused gate-up + SwiGLU GEMM ([`crate::swiglu`]): validates, then launches the GEMM body
+/// with the SwiGLU epilogue over the interleaved gate-up weight.
+fn run_swiglu<T: SwigluElement>(
+    wf: &Warpforge,
+    stream: &Arc<CudaStream>,
+    problem: &SwigluProblem,
+    x: &impl DevicePtr<T>,
+    w_gate_up: &impl DevicePtr<T>,
+    out: &mut impl DevicePtrMut<T>,
+) -> Result<()> {
+    let p = problem;
+    let launch = swiglu_launch::<T>(wf, p)?;
+    let rows = launch.tile_cols;
+    let (need_x, need_w, need_out) =
+        (p.m as u128 * p.hidden as u128, rows as u128 * p.hidden as u128, p.m as u128 * p.intermediate as u128);
+    check(x.len() as u128 >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
+    check(w_gate_up.len() as u128 >= need_w, || {
+        format!("w_gate_up holds {} elements, the problem reads {need_w} ({rows} interleaved rows)", w_gate_up.len())
+    })?;
+    check(out.len() as u128 >= need_out, || {
+        format!("out holds {} elements, the problem writes {need_out}", out.len())
+    })?;
+    let x_k_major = wf.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
+    let w_k_major = wf.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
+    wf.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
+}
+
+/// The plan [`Warpforge::swiglu`] launches for `problem` (shape checks only; no buffers).
+fn swiglu_plan<T: SwigluElement>(wf: &Warpforge, problem: &SwigluProblem) -> Result<GemmPlan> {
+    let launch = swiglu_launch::<T>(wf, problem)?;
+    wf.plan_sm90(launch.entry, launch.variant, problem.m, launch.tile_cols, problem.hidden, 1)
+}
+
+/// The checked shape of a SwiGLU call and its launch: the plain GEMM's variant rules over the
+/// same tile grid (N = the gate-up rows); the fused kernel has cooperative, ping-pong and narrow
+/// entries, no clusters.
+fn swiglu_launch<T: SwigluElement>(wf: &Warpforge, p: &SwigluProblem) -> Result<Sm90Launch> {
+    wf.check_sm90("swiglu")?;
+    check(p.m >= 1 && p.hidden >= 1 && p.intermediate >= 1, || format!("empty problem {p:?}"))?;
+    check(p.m < 1 << 31 && p.hidden < 1 << 31 && p.intermediate < 1 << 30, || {
+        "m and hidden must be < 2^31, intermediate < 2^30".into()
+    })?;
+    let rows = p.gate_up_rows();
+    let mut tiles_of = GemmProblem::new(p.m, rows, p.hidden);
+    (tiles_of.consumers, tiles_of.tile_width, tiles_of.clusters) = (p.consumers, p.tile_width, Clusters::Off);
+    if p.consumers == Consumers::Auto && p.tile_width != TileWidth::Narrow && p.m <= DECODE_ROWS {
+        tiles_of.consumers = Consumers::PingPong;
+    }
+    let name = <T as GemmInput>::NAME;
+    let variant = Variant::choose(&tiles_of, name, name, wf.sm_count())?;
+    let math = EpilogueMath { c: 0, bias: 0, ldc: 0, stride_c: 0, alpha: 1.0, beta: 0.0, activation: Activation::None };
+    let shape = OutputShape { cols: p.intermediate, ld: p.intermediate, batch_stride: p.m * p.intermediate };
+    let entry = T::swiglu_entry(variant.pingpong, variant.narrow);
+    Ok(Sm90Launch { entry, variant, tile_cols: rows, out: shape, math })
 }

@@ -15,6 +15,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
+use warpforge::logic::schedule::stream_k::StreamKMode;
 use warpforge::{Activation, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
@@ -608,6 +609,46 @@ fn gemm_narrow_shapes_match_f64() {
         ..narrow(129, 300, 1031, 2)
     });
     run_case::<bf16, bf16>(&narrow(1, 1, 1, 1));
+}
+
+/// Each tile schedule, reached on purpose and asserted from the plan the call launches (not
+/// assumed from a comment), then run against the reference: data-parallel waves, the hybrid
+/// (full waves data-parallel, the partial last wave split over the first CTAs) and pure stream-K
+/// across the GPU (fewer tiles than SMs), with the cooperative wide tile; the pure stream-K
+/// narrow tile; and the ping-pong entry's data-parallel grid.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_plans_reach_every_schedule_and_match_f64() {
+    let (_, wf) = gpu();
+    let cooperative =
+        |m, n, k| Case { consumers: Consumers::Cooperative, tile_width: TileWidth::Wide, ..Case::plain(m, n, k, 1) };
+    let cases = [
+        (cooperative(4096, 4096, 1024), StreamKMode::DataParallel, "gemm_bf16_bf16_ws_persistent_sm90"),
+        (cooperative(1152, 8192, 4096), StreamKMode::Hybrid, "gemm_bf16_bf16_ws_persistent_sm90"),
+        (cooperative(2176, 8192, 4096), StreamKMode::Hybrid, "gemm_bf16_bf16_ws_persistent_sm90"),
+        (cooperative(128, 4096, 4096), StreamKMode::Pure, "gemm_bf16_bf16_ws_persistent_sm90"),
+        (
+            Case { tile_width: TileWidth::Narrow, ..Case::plain(128, 4096, 4096, 1) },
+            StreamKMode::Pure,
+            "gemm_bf16_bf16_narrow_sm90",
+        ),
+        (
+            Case { consumers: Consumers::PingPong, ..Case::plain(640, 4096, 1024, 1) },
+            StreamKMode::DataParallel,
+            "gemm_bf16_bf16_pingpong_sm90",
+        ),
+    ];
+    for (case, schedule, entry) in cases {
+        let problem = GemmProblem {
+            consumers: case.consumers,
+            tile_width: case.tile_width,
+            ..GemmProblem::new(case.m, case.n, case.k)
+        };
+        let plan = wf.gemm_plan::<bf16, bf16>(&problem).unwrap();
+        assert_eq!((plan.entry, plan.schedule), (entry, schedule), "{}×{}×{}: {plan:?}", case.m, case.n, case.k);
+        assert!(plan.grid >= 1 && plan.grid <= wf.sm_count(), "{plan:?}");
+        run_case::<bf16, bf16>(&case);
+    }
 }
 
 /// 2 × 1 clusters (forced) where the pairing is stressed: an odd number of tile rows (the last

@@ -13,7 +13,7 @@ use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::swiglu::{GATE_UP_BLOCK, SwigluElement};
-use warpforge::{Error, SwigluProblem, interleave_gate_up};
+use warpforge::{Consumers, Error, SwigluProblem, TileWidth, interleave_gate_up};
 
 use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 
@@ -181,10 +181,41 @@ impl<T: Element> Weights<T> {
 /// Runs `Warpforge::swiglu` for `m` random tokens through `w` and checks the output: panics on
 /// an unwritten or wrong element, or a write past the end.
 fn check_swiglu<T: Element>(w: &Weights<T>, m: usize, seed: u64) {
+    check_swiglu_variant(w, m, seed, Variant::Auto);
+}
+
+/// The kernel variants a caller can force (`Auto` leaves the choice to warpforge).
+#[derive(Clone, Copy, Debug)]
+enum Variant {
+    Auto,
+    Cooperative,
+    PingPong,
+    Narrow,
+}
+
+impl Variant {
+    fn apply(self, mut problem: SwigluProblem) -> SwigluProblem {
+        let (consumers, tile_width) = match self {
+            Variant::Auto => (Consumers::Auto, TileWidth::Auto),
+            Variant::Cooperative => (Consumers::Cooperative, TileWidth::Wide),
+            Variant::PingPong => (Consumers::PingPong, TileWidth::Wide),
+            Variant::Narrow => (Consumers::Cooperative, TileWidth::Narrow),
+        };
+        (problem.consumers, problem.tile_width) = (consumers, tile_width);
+        problem
+    }
+}
+
+fn variant() -> impl Strategy<Value = Variant> {
+    prop::sample::select(vec![Variant::Auto, Variant::Cooperative, Variant::PingPong, Variant::Narrow])
+}
+
+/// As [`check_swiglu`], with the kernel variant forced.
+fn check_swiglu_variant<T: Element>(w: &Weights<T>, m: usize, seed: u64, variant: Variant) {
     let (device, wf) = gpu();
     let stream = device.stream();
     let (hidden, intermediate) = (w.hidden, w.intermediate);
-    let problem = SwigluProblem::new(m, hidden, intermediate);
+    let problem = variant.apply(SwigluProblem::new(m, hidden, intermediate));
     let x: Vec<T> = nonzero(seed, m * hidden, 1.0);
     let dx = stream.clone_htod(&x).unwrap();
     let len = m * intermediate;
@@ -250,14 +281,14 @@ proptest! {
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
-    fn swiglu_random_bf16_matches_f64(m in tokens(), hidden in hidden_widths(), intermediate in intermediate_widths(), seed: u64) {
-        check_swiglu(&Weights::<bf16>::random(seed, intermediate, hidden), m, seed);
+    fn swiglu_random_bf16_matches_f64(m in tokens(), hidden in hidden_widths(), intermediate in intermediate_widths(), seed: u64, variant in variant()) {
+        check_swiglu_variant(&Weights::<bf16>::random(seed, intermediate, hidden), m, seed, variant);
     }
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
-    fn swiglu_random_f16_matches_f64(m in tokens(), hidden in hidden_widths(), intermediate in intermediate_widths(), seed: u64) {
-        check_swiglu(&Weights::<f16>::random(seed, intermediate, hidden), m, seed);
+    fn swiglu_random_f16_matches_f64(m in tokens(), hidden in hidden_widths(), intermediate in intermediate_widths(), seed: u64, variant in variant()) {
+        check_swiglu_variant(&Weights::<f16>::random(seed, intermediate, hidden), m, seed, variant);
     }
 }
 
@@ -273,6 +304,31 @@ fn swiglu_mlp_shapes_match_f64_at_samples() {
         }
     }
     check_swiglu(&Weights::<f16>::random(7, 14336, 4096), 1000, 8);
+}
+
+/// Every forced variant on shapes that cover its schedules: one wave or less (stream-K for the
+/// cooperative and narrow tiles), a partial last wave (hybrid), several waves, and ragged edges.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn swiglu_forced_variants_match_f64() {
+    let (_, wf) = gpu();
+    // Decode-sized calls run ping-pong unless told otherwise.
+    for m in [1, 16, 64] {
+        let plan = wf.swiglu_plan::<bf16>(&SwigluProblem::new(m, 2048, 1000)).unwrap();
+        assert_eq!(plan.entry, "gemm_swiglu_bf16_pingpong_sm90", "m = {m}: {plan:?}");
+    }
+    let w = Weights::<bf16>::random(3, 1000, 2048);
+    for (variant, entry) in [
+        (Variant::Cooperative, "gemm_swiglu_bf16_sm90"),
+        (Variant::PingPong, "gemm_swiglu_bf16_pingpong_sm90"),
+        (Variant::Narrow, "gemm_swiglu_bf16_narrow_sm90"),
+    ] {
+        for m in [1, 77, 640, 2100] {
+            let plan = wf.swiglu_plan::<bf16>(&variant.apply(SwigluProblem::new(m, 2048, 1000))).unwrap();
+            assert_eq!(plan.entry, entry, "{variant:?}, m = {m}: {plan:?}");
+            check_swiglu_variant(&w, m, m as u64 + 11, variant);
+        }
+    }
 }
 
 /// Runs `silu_mul` over `h` starting `h_offset` elements into its buffer, into `out` starting

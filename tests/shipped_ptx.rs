@@ -68,5 +68,8 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 12, "expected the six cooperative, two ping-pong, two narrow and two cluster GEMM entries");
+    assert_eq!(
+        checked, 18,
+        "expected the six cooperative, two ping-pong, two narrow and two cluster GEMM entries and the six SwiGLU ones"
+    );
 }

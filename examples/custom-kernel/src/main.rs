@@ -1,24 +1,63 @@
-//! Launches the author's `histogram_u8` kernel with warpforge's host runtime and checks it
-//! against a CPU histogram. `cargo run --release` from this folder.
+//! Launches the author's kernels with warpforge's host runtime and checks them against the CPU:
+//! `histogram_u8` (every arch) against a CPU histogram, and on Hopper `gemm_relu2_bf16` (a GEMM
+//! with its own epilogue, built from the DSL's L3 parts) against a float64 reference.
+//! `cargo run --release` from this folder.
+
+mod gemm;
+// The host half of the GEMM's contract: the very source file the device crate compiles.
+#[path = "../device/src/gemm_abi.rs"]
+mod gemm_abi;
 
 use warpforge::host::module::Arch;
 use warpforge::host::{KernelArgs, LaunchConfig, Module, PtxSet};
 use warpforge::{Device, Error};
 
+use crate::gemm::Shape;
+
 const PTX: PtxSet = PtxSet::new()
-    .with(Arch::Sm90a, include_str!(env!("HISTOGRAM_PTX_SM_90A")))
-    .with(Arch::Sm100a, include_str!(env!("HISTOGRAM_PTX_SM_100A")));
+    .with(Arch::Sm90a, include_str!(env!("DEVICE_PTX_SM_90A")))
+    .with(Arch::Sm100a, include_str!(env!("DEVICE_PTX_SM_100A")));
+
+/// Ragged GEMM shapes (no extent a multiple of the 128 × 128 tile but K's 8).
+const GEMM_SHAPES: [Shape; 2] = [Shape { m: 300, n: 200, k: 136 }, Shape { m: 1024, n: 640, k: 512 }];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let device = match Device::new(0) {
         Ok(d) => d,
         Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            println!("histogram kernel built for sm_90a and sm_100a; no GPU to run it on ({e})");
+            println!(
+                "histogram_u8 built for sm_90a and sm_100a, {} for sm_90a; no GPU to run them on ({e})",
+                gemm::ENTRY
+            );
             return Ok(());
         }
         Err(e) => return Err(e.into()),
     };
     let module = Module::load(&device, &PTX)?;
+    check_histogram(&device, &module)?;
+    if module.arch() != Arch::Sm90a {
+        println!("{} is built for sm_90a only; skipped on {}", gemm::ENTRY, module.arch().name());
+        return Ok(());
+    }
+    let mut failed = false;
+    for shape in GEMM_SHAPES {
+        let worst = gemm::check(&device, &module, shape)?;
+        let ok = worst <= 1.0;
+        failed |= !ok;
+        println!(
+            "{} {}×{}×{}: largest error {worst:.3} of the tolerance, {}",
+            gemm::ENTRY,
+            shape.m,
+            shape.n,
+            shape.k,
+            if ok { "matches relu(A·Bᵀ)²" } else { "MISMATCH" }
+        );
+    }
+    if failed { Err("gemm_relu2_bf16 mismatch".into()) } else { Ok(()) }
+}
+
+/// Counts 10 M pseudo-random bytes on the GPU and compares with the CPU.
+fn check_histogram(device: &Device, module: &Module) -> Result<(), Box<dyn std::error::Error>> {
     let kernel = module.kernel("histogram_u8")?;
     let stream = device.stream();
 

@@ -6,6 +6,9 @@
 //! launchers name each kernel's parameter list once (see `warpforge::kernels`).
 #![no_std]
 
+pub use warpforge_logic::schedule::stream_k::StreamKScheduler;
+pub use warpforge_logic::schedule::swizzled::Rasterization;
+
 /// The 128-byte opaque image that `cuTensorMapEncodeTiled` writes.
 ///
 /// Kernels take it as `#[grid_constant] map: &TensorMap` (the builder turns that parameter into
@@ -132,6 +135,14 @@ pub mod entries {
     pub const GEMM_SWIGLU_BF16: &str = "gemm_swiglu_bf16_sm90";
     /// Fused gate-up projection + SwiGLU, f16 in and out.
     pub const GEMM_SWIGLU_F16: &str = "gemm_swiglu_f16_sm90";
+    /// Fused gate-up + SwiGLU, bf16, ping-pong consumers (64 × 256 gate-up tiles).
+    pub const GEMM_SWIGLU_BF16_PINGPONG: &str = "gemm_swiglu_bf16_pingpong_sm90";
+    /// Fused gate-up + SwiGLU, f16, ping-pong consumers.
+    pub const GEMM_SWIGLU_F16_PINGPONG: &str = "gemm_swiglu_f16_pingpong_sm90";
+    /// Fused gate-up + SwiGLU, bf16, narrow 128 × 128 gate-up tiles (64 outputs per tile row).
+    pub const GEMM_SWIGLU_BF16_NARROW: &str = "gemm_swiglu_bf16_narrow_sm90";
+    /// Fused gate-up + SwiGLU, f16, narrow tiles.
+    pub const GEMM_SWIGLU_F16_NARROW: &str = "gemm_swiglu_f16_narrow_sm90";
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -161,6 +172,22 @@ impl Activation {
     }
 }
 
+/// The tile schedule of one GEMM launch, planned once by the host; the kernel's roles only ask
+/// it for units (`dsl::parts::schedule::GroupedStreamK`) and decide nothing. The GEMM entries
+/// take it as their last parameter (ping-pong and cluster entries run data-parallel plans only).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TilePlan {
+    /// Order of the tiles: the tile rows of every batch stacked along M (rows of tile pairs with
+    /// 2 × 1 clusters) × tile columns, in bands along M.
+    pub raster: Rasterization,
+    /// Which worker (CTA, or cluster) runs which K slices of which tile: data-parallel,
+    /// stream-K or the hybrid, over exactly the launch's workers.
+    pub units: StreamKScheduler,
+    /// Rasterisation rows per batch.
+    pub raster_rows: u32,
+}
+
 /// Everything the GEMM kernels need besides the two operand tensor maps:
 /// `D = act(alpha·A·Bᵀ + beta·C + bias)` per batch, D and C row-major (M × N).
 #[repr(C)]
@@ -170,10 +197,6 @@ pub struct GemmParams {
     pub m: u32,
     /// Columns of D.
     pub n: u32,
-    /// Reduction length.
-    pub k: u32,
-    /// Batch count (≥ 1).
-    pub batch: u32,
     /// Device address of D.
     pub d: u64,
     /// Device address of C, or 0 when `beta == 0`.
@@ -194,26 +217,23 @@ pub struct GemmParams {
     pub beta: f32,
     /// [`Activation`] code.
     pub activation: u32,
-    /// Rows of tiles per batch (`ceil(m / BLOCK_M)`).
-    pub tiles_m: u32,
-    /// Columns of tiles (`ceil(n / BLOCK_N)`).
-    pub tiles_n: u32,
-    /// Rasterisation band width, in tiles (grouped schedule for L2 reuse).
-    pub raster_group: u32,
     /// 1 when D is written through its tensor map (16-bit output, 16-byte pitch), 0 for
     /// direct stores.
     pub d_tma: u32,
-    /// Tile schedule: `StreamKMode::code` of `logic::schedule::stream_k` — 0 data-parallel
-    /// (every tile whole, no fix-up), 1 pure stream-K, 2 data-parallel + stream-K hybrid.
-    pub stream_k: u32,
     /// Device address of the stream-K partial-tile slots: one per CTA of the grid, each
-    /// [`gemm_sm90::PARTIAL_SLOT_FLOATS`] f32, 16-byte aligned (contents need no initialisation); 0 when
-    /// `stream_k == 0`.
+    /// [`gemm_sm90::PARTIAL_SLOT_FLOATS`] f32, 16-byte aligned (contents need no initialisation);
+    /// 0 when the plan has no stream-K units.
     pub workspace: u64,
     /// Device address of the stream-K flags: [`gemm_sm90::FLAGS_PER_CTA`] u32 per CTA of the
-    /// grid, zero at launch (the kernel leaves them zero again); 0 when `stream_k == 0`.
+    /// grid, zero at launch (the kernel leaves them zero again); 0 when the plan has no stream-K
+    /// units.
     pub flags: u64,
 }
+
+const _: () = assert!(
+    core::mem::size_of::<GemmParams>() <= 128 && core::mem::size_of::<TilePlan>() <= 128,
+    "the runtime passes kernel parameters of at most 128 bytes"
+);
 
 /// Parameters of the strided copy used to bring GEMM operands into the K-major, 16-byte-pitched
 /// layout TMA reads: `dst[b][r][c] = src[b·src_batch + r·src_row + c·src_col]`, 2-byte elements.

@@ -30,12 +30,9 @@
 //! stages its 64 × N block in passes of 128 columns), and the ring's barriers. Measured ratio
 //! vs cuBLAS: see docs/PERF.md (H200).
 
-use warpforge_dsl::abi::gemm_sm90::{
-    A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, NARROW_BLOCK_N, NARROW_STAGES, PARTIAL_SLOT_FLOATS, STAGES,
-};
-use warpforge_dsl::abi::{GemmParams, TensorMap};
-use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler, UnitRole};
-use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization};
+use warpforge_dsl::abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, CONSUMERS, PARTIAL_SLOT_FLOATS, STAGES};
+use warpforge_dsl::abi::{GemmParams, TensorMap, TilePlan};
+use warpforge_dsl::logic::schedule::stream_k::UnitRole;
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::{Output, Staging};
@@ -45,21 +42,19 @@ use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::NamedBarrier;
-use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, grid_dim, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
-use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Acc64x256F32, Accumulator, WgmmaSs};
+use warpforge_dsl::warpgroup::acc::{Acc64x256F32, Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
 
 use crate::gemm_epilogue::Linear;
-use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
+use crate::gemm_sm90_ctas::{CtaGroup, Pair};
 
 const K_SLICE: usize = BLOCK_K as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
-/// Tile rows per band of the grouped schedule.
-const DEFAULT_RASTER_GROUP: u32 = 8;
 /// Arrivals that hand the ping-pong turn over: every thread of a consumer warpgroup.
 const TURN_ARRIVALS: u32 = 128;
 
@@ -109,7 +104,8 @@ pub trait TileEpilogue<W> {
 /// # Safety
 /// `a_map`/`b_map` describe A (K × M × batch) and B (K × N × batch) with boxes 64 × 64 × 1 and
 /// 64 × `BN` × 1 (half of it for pairs) under 128-byte swizzle; `p` describes D (and C, bias)
-/// as documented on [`GemmParams`] (with `tiles_m` counting 64-row tiles when `PINGPONG`), all
+/// as documented on [`GemmParams`]; `plan` over 64-row tiles when `PINGPONG`, 128-row ones
+/// otherwise, over the launch's grid (÷ 2 for pairs), data-parallel for ping-pong and pairs; all
 /// valid for the launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic shared memory.
 #[inline(always)]
 pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, const RING: usize>(
@@ -117,6 +113,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
     b_map: &TensorMap,
     d_map: &TensorMap,
     p: &GemmParams,
+    plan: &TilePlan,
 ) where
     T: WgmmaElement,
     E: TileEpilogue<W>,
@@ -152,17 +149,17 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
     // SAFETY: all 384 threads (of every CTA of the group) reach this barrier.
     unsafe { G::sync() };
 
-    // Schedule, shared by every role so they agree on the unit sequence: tiles of every batch
-    // stacked along M, visited in grouped order; whole tiles or stream-K runs of K slices.
-    let group = if p.raster_group == 0 { DEFAULT_RASTER_GROUP } else { p.raster_group };
-    let raster_rows = p.tiles_m.div_ceil(G::CTAS);
-    let raster = Rasterization::new(raster_rows * p.batch, p.tiles_n, group, Raster::AlongM);
-    let k_slices = p.k.div_ceil(BLOCK_K).max(1);
-    let mode = if PINGPONG || G::CTAS > 1 { StreamKMode::DataParallel } else { StreamKMode::from_code(p.stream_k) };
-    let schedule = StreamKScheduler::new(raster.tile_count(), k_slices, grid_dim().x / G::CTAS, mode);
+    // The host's schedule, shared by every role so they agree on the unit sequence: tiles of
+    // every batch stacked along M, visited in grouped order; whole tiles or stream-K runs.
     let block_m = if PINGPONG { A_BOX_ROWS } else { BLOCK_M };
-    let geometry = TileGeometry { block_m, block_n: BN as u32, raster_rows, ctas_per_worker: G::CTAS, rank: G::rank() };
-    let units = GroupedStreamK { raster, schedule, geometry };
+    let geometry = TileGeometry {
+        block_m,
+        block_n: BN as u32,
+        raster_rows: plan.raster_rows,
+        ctas_per_worker: G::CTAS,
+        rank: G::rank(),
+    };
+    let units = GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
     let worker = block_idx().x / G::CTAS;
 
     if warpgroup_id() == 0 {
@@ -234,10 +231,9 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
     while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
         if PINGPONG && index > 0 {
             // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
-            // its stages, and start once its main loop has waited on all of them.
-            if let Some(other) = units.unit(block_idx_x_in_place() / G::CTAS, index - 1) {
-                consumer.skip(other.slices());
-            }
+            // its stages (a whole tile's: ping-pong plans are data-parallel), and start once its
+            // main loop has waited on all of them.
+            consumer.skip(plan.units.k_iters_per_tile());
             my_turn.wait(&mut turn);
         }
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
@@ -313,7 +309,15 @@ macro_rules! wide {
 /// The narrow tile (128 × 128, cooperative).
 macro_rules! narrow {
     ($input:ty, $epilogue:ty, $pingpong:literal) => {
-        gemm::<$input, $epilogue, Acc64x128F32, Solo, $pingpong, { NARROW_BLOCK_N as usize }, { NARROW_STAGES as usize }>
+        $crate::gemm_bf16_ws_persistent_sm90::gemm::<
+            $input,
+            $epilogue,
+            warpforge_dsl::warpgroup::acc::Acc64x128F32,
+            $crate::gemm_sm90_ctas::Solo,
+            $pingpong,
+            { warpforge_dsl::abi::gemm_sm90::NARROW_BLOCK_N as usize },
+            { warpforge_dsl::abi::gemm_sm90::NARROW_STAGES as usize },
+        >
     };
 }
 /// The wide cooperative tile in 2 × 1 clusters: each CTA loads half of every B slice and
@@ -323,7 +327,7 @@ macro_rules! wide_pair {
         gemm::<$input, $epilogue, Acc64x256F32, Pair, $pingpong, { BLOCK_N as usize }, { STAGES as usize }>
     };
 }
-pub(crate) use wide;
+pub(crate) use {narrow, wide};
 
 /// `#[kernel]` entries over [`gemm`]: name, input type, epilogue, tile macro, arrangement.
 macro_rules! gemm_entries {
@@ -339,9 +343,10 @@ macro_rules! gemm_entries {
             #[grid_constant] b_map: &warpforge_dsl::abi::TensorMap,
             #[grid_constant] d_map: &warpforge_dsl::abi::TensorMap,
             params: warpforge_dsl::abi::GemmParams,
+            plan: warpforge_dsl::abi::TilePlan,
         ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { $tile!($input, $epilogue, $pingpong)(a_map, b_map, d_map, &params) }
+            unsafe { $tile!($input, $epilogue, $pingpong)(a_map, b_map, d_map, &params, &plan) }
         }
     )*};
 }

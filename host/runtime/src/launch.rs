@@ -134,9 +134,14 @@ kernel_param!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, half::bf16, half::
 unsafe impl KernelParam for warpforge_abi::TensorMap {}
 // SAFETY: #[repr(C)] struct of u32 fields.
 unsafe impl KernelParam for warpforge_abi::TileVisit {}
-// SAFETY: #[repr(C)] struct of integers, floats and device addresses (112 bytes); the launcher
+// SAFETY: #[repr(C)] struct of integers, floats and device addresses (96 bytes); the launcher
 // that fills it vouches for the addresses.
 unsafe impl KernelParam for warpforge_abi::GemmParams {}
+// SAFETY: #[repr(C)] struct of u32 fields and one #[repr(u32)] enum (52 bytes); a TilePlan is
+// only made from `Rasterization` and `StreamKScheduler` values, whose fields are private to
+// their checked constructors, so the enum holds a valid discriminant. That the plan matches the
+// launch's grid is the launcher's contract.
+unsafe impl KernelParam for warpforge_abi::TilePlan {}
 // SAFETY: #[repr(C)] struct of u64 sizes and device addresses (80 bytes), as above.
 unsafe impl KernelParam for warpforge_abi::PackParams {}
 

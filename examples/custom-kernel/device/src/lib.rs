@@ -1,9 +1,15 @@
-//! A kernel author's own device crate: a 256-bin byte histogram on warpforge's DSL.
+//! A kernel author's own device crate on warpforge's DSL: a 256-bin byte histogram (here) and,
+//! for Hopper, a GEMM with its own epilogue assembled from the DSL's L3 parts (`gemm.rs`).
 //!
-//! Each block counts into a static shared-memory histogram with shared atomics, then adds its
-//! counts to the global histogram with one global atomic per non-empty bin.
+//! The histogram: each block counts into a static shared-memory histogram with shared atomics,
+//! then adds its counts to the global histogram with one global atomic per non-empty bin.
 #![no_std]
 #![feature(abi_ptx)]
+
+// wgmma, TMA and setmaxnreg are Hopper's: the builder sets `warpforge_arch` per module.
+#[cfg(warpforge_arch = "sm_90a")]
+mod gemm;
+pub mod gemm_abi;
 
 use warpforge_dsl::atomic::{AtomicCell, shared_fetch_add};
 use warpforge_dsl::kernel;

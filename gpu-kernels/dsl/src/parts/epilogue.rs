@@ -28,6 +28,8 @@ pub const PASS_COLS: u32 = 128;
 const STORE_BOXES: usize = (PASS_COLS / STORE_BOX_COLS) as usize;
 /// Accumulator registers per pass (two per column of a thread's two rows; see `acc_coord`).
 const PASS_REGS: usize = (PASS_COLS / 2) as usize;
+/// Accumulator registers per store box.
+const BOX_REGS: usize = (STORE_BOX_COLS / 2) as usize;
 
 /// An output element type: how f32 results are rounded, and what is staged for TMA stores.
 pub trait Output: Copy {
@@ -104,8 +106,9 @@ pub struct StagedStore<'a, O: Output> {
     pub col0: u32,
 }
 
-/// Writes this warpgroup's 64 × N block (N = 128 or 256: one or two passes) through staging and
-/// TMA stores. Each pass waits only until the previous pass's stores have *read* the staging.
+/// Writes this warpgroup's 64 × N block (N = 64 or 128: one pass of one or two boxes; 256: two
+/// passes) through staging and TMA stores. Each pass waits only until the previous pass's stores
+/// have *read* the staging.
 ///
 /// # Safety
 /// `target.d_map` is a 3-D map of D as documented on [`StagedStore`]; `target.staging` belongs
@@ -117,7 +120,12 @@ pub unsafe fn store_staged<O: Output, A: Accumulator<Elem = f32>>(
     target: &StagedStore<'_, O>,
     value: impl Fn(u32, u32, f32) -> f32 + Copy,
 ) {
-    const { assert!(A::REGS == PASS_REGS || A::REGS == 2 * PASS_REGS, "one or two whole passes") };
+    const {
+        assert!(
+            A::REGS == BOX_REGS || A::REGS == PASS_REGS || A::REGS == 2 * PASS_REGS,
+            "one box, one pass or two passes"
+        )
+    };
     // SAFETY: forwarded to each pass (function contract).
     unsafe {
         store_pass::<O, A, 0>(acc, target, value);
@@ -152,7 +160,9 @@ unsafe fn store_pass<O: Output, A: Accumulator<Elem = f32>, const PASS: usize>(
     unsafe { barrier.sync() };
     if leader {
         let pass_col0 = col0 + PASS as u32 * PASS_COLS;
-        for j in 0..STORE_BOXES as u32 {
+        // A 64-column block fills one box of the pass.
+        let boxes = if A::REGS < PASS_REGS { A::REGS / BOX_REGS } else { STORE_BOXES };
+        for j in 0..boxes as u32 {
             let x = (pass_col0 + j * STORE_BOX_COLS) as i32;
             // SAFETY: the box was written and fenced above; the map matches its type (contract).
             unsafe { tma::store_3d(d_map, x, row0 as i32, batch, &staging.stage(j)) };

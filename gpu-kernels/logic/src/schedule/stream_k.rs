@@ -51,26 +51,6 @@ pub enum StreamKMode {
     Hybrid,
 }
 
-impl StreamKMode {
-    /// The code a kernel parameter carries: 0 data-parallel, 1 pure, 2 hybrid.
-    pub const fn code(self) -> u32 {
-        match self {
-            StreamKMode::DataParallel => 0,
-            StreamKMode::Pure => 1,
-            StreamKMode::Hybrid => 2,
-        }
-    }
-
-    /// The mode of [`StreamKMode::code`]; unknown codes are data-parallel.
-    pub const fn from_code(code: u32) -> Self {
-        match code {
-            1 => StreamKMode::Pure,
-            2 => StreamKMode::Hybrid,
-            _ => StreamKMode::DataParallel,
-        }
-    }
-}
-
 /// What a worker does with the accumulator at the end of a [`WorkUnit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnitRole {
@@ -98,6 +78,9 @@ pub struct WorkUnit {
 }
 
 /// The stream-K (or hybrid) split of `tiles × k_iters_per_tile` iterations over `workers`.
+/// `repr(C)`: the host plans it once (the hybrid's tail split is policy) and passes it to the
+/// kernel, which only asks it for units.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamKScheduler {
     tiles: u32,

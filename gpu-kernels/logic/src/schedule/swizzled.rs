@@ -11,6 +11,7 @@
 use super::TileCoord;
 
 /// Which way consecutive tile indices move inside a band.
+#[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Raster {
     /// Bands of `group` tile-rows; inside a band the index walks down M first, then steps to
@@ -22,7 +23,9 @@ pub enum Raster {
 }
 
 /// A bijection between tile indices `0..tile_count` and the tiles of a `tiles_m × tiles_n`
-/// grid, in grouped order. Shared by the static, dynamic and stream-K schedulers.
+/// grid, in grouped order. Shared by the static, dynamic and stream-K schedulers. `repr(C)`:
+/// the host plans it and passes it to kernels as it is.
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Rasterization {
     tiles_m: u32,
