@@ -26,6 +26,10 @@ use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
 use half::bf16;
 use warpforge::{Clusters, Consumers, Device, Epilogue, GemmProblem, TileWidth, Warpforge};
 
+#[path = "common.rs"]
+mod common;
+use common::{median, random_bf16, sm_clock_mhz};
+
 /// Bytes of operands that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
 const MAX_SETS: usize = 8;
@@ -78,34 +82,6 @@ struct Set {
     b: CudaSlice<bf16>,
     d_ours: CudaSlice<bf16>,
     d_blas: CudaSlice<bf16>,
-}
-
-fn random_bf16(seed: u64, n: usize) -> Vec<bf16> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..n)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let unit = (state >> 40) as f32 / (1u64 << 24) as f32;
-            let v = 2.0 * unit - 1.0;
-            bf16::from_f32(if v == 0.0 { 0.5 } else { v })
-        })
-        .collect()
-}
-
-fn sm_clock_mhz() -> String {
-    std::process::Command::new("nvidia-smi")
-        .args(["--query-gpu=clocks.sm", "--format=csv,noheader,nounits"])
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "?".into())
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -140,7 +140,24 @@ impl Warpforge {
         w_gate_up: &impl DevicePtr<T>,
         out: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
-        run_swiglu(self, stream, problem, x, w_gate_up, out)
+        let p = problem;
+        let launch = swiglu_launch::<T>(self, p)?;
+        let rows = launch.tile_cols;
+        let (need_x, need_w, need_out) =
+            (p.m as u128 * p.hidden as u128, rows as u128 * p.hidden as u128, p.m as u128 * p.intermediate as u128);
+        check(x.len() as u128 >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
+        check(w_gate_up.len() as u128 >= need_w, || {
+            format!(
+                "w_gate_up holds {} elements, the problem reads {need_w} ({rows} interleaved rows)",
+                w_gate_up.len()
+            )
+        })?;
+        check(out.len() as u128 >= need_out, || {
+            format!("out holds {} elements, the problem writes {need_out}", out.len())
+        })?;
+        let x_k_major = self.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
+        let w_k_major = self.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
+        self.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
     }
 
     /// The plan [`Warpforge::swiglu`] launches for `problem` with `T` (after the same shape
@@ -148,33 +165,6 @@ impl Warpforge {
     pub fn swiglu_plan<T: SwigluElement>(&self, problem: &SwigluProblem) -> Result<GemmPlan> {
         swiglu_plan::<T>(self, problem)
     }
-}
-
-/// The fused gate-up + SwiGLU GEMM ([`crate::swiglu`]): validates, then launches the GEMM body
-/// with the SwiGLU epilogue over the interleaved gate-up weight.
-fn run_swiglu<T: SwigluElement>(
-    wf: &Warpforge,
-    stream: &Arc<CudaStream>,
-    problem: &SwigluProblem,
-    x: &impl DevicePtr<T>,
-    w_gate_up: &impl DevicePtr<T>,
-    out: &mut impl DevicePtrMut<T>,
-) -> Result<()> {
-    let p = problem;
-    let launch = swiglu_launch::<T>(wf, p)?;
-    let rows = launch.tile_cols;
-    let (need_x, need_w, need_out) =
-        (p.m as u128 * p.hidden as u128, rows as u128 * p.hidden as u128, p.m as u128 * p.intermediate as u128);
-    check(x.len() as u128 >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
-    check(w_gate_up.len() as u128 >= need_w, || {
-        format!("w_gate_up holds {} elements, the problem reads {need_w} ({rows} interleaved rows)", w_gate_up.len())
-    })?;
-    check(out.len() as u128 >= need_out, || {
-        format!("out holds {} elements, the problem writes {need_out}", out.len())
-    })?;
-    let x_k_major = wf.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
-    let w_k_major = wf.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
-    wf.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
 }
 
 /// The plan [`Warpforge::swiglu`] launches for `problem` (shape checks only; no buffers).

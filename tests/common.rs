@@ -37,3 +37,58 @@ pub const EPS_F32: f64 = f32::EPSILON as f64 / 2.0;
 pub const EPS_BF16: f64 = 1.0 / 256.0;
 /// Unit roundoff of f16 (11 significant bits).
 pub const EPS_F16: f64 = 1.0 / 2048.0;
+
+/// Host-side view of the element types: conversion from the generator's f32 and to f64, and
+/// the rounding bounds the tolerances are built from.
+pub trait Element: Copy + Send + Sync + 'static {
+    /// Unit roundoff of the type.
+    const EPS: f64;
+    /// Largest absolute rounding error near zero (subnormal spacing, or flush-to-zero).
+    const ABS_FLOOR: f64;
+    const NAN: Self;
+    const ZERO: Self;
+    fn of(v: f32) -> Self;
+    fn f64(self) -> f64;
+}
+
+macro_rules! sixteen_bit_element {
+    ($($t:ty: $eps:expr, $abs_floor:expr;)*) => {$(
+        impl Element for $t {
+            const EPS: f64 = $eps;
+            const ABS_FLOOR: f64 = $abs_floor;
+            const NAN: Self = <$t>::NAN;
+            const ZERO: Self = <$t>::ZERO;
+            fn of(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
+            fn f64(self) -> f64 {
+                self.to_f64()
+            }
+        }
+    )*};
+}
+sixteen_bit_element! {
+    half::bf16: EPS_BF16, 2.0 * f32::MIN_POSITIVE as f64;
+    // f16 subnormals are spaced 2^-24 apart.
+    half::f16: EPS_F16, 1.0 / (1u64 << 24) as f64;
+}
+
+impl Element for f32 {
+    const EPS: f64 = EPS_F32;
+    const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
+    const NAN: Self = f32::NAN;
+    const ZERO: Self = 0.0;
+    fn of(v: f32) -> Self {
+        v
+    }
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+
+/// SplitMix64 finaliser: deterministic sample positions from a seed.
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

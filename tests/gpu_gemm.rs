@@ -18,7 +18,7 @@ use warpforge::gemm::{GemmInput, GemmOutput};
 use warpforge::logic::schedule::stream_k::StreamKMode;
 use warpforge::{Activation, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
-use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
+use crate::common::{EPS_F32, Element, gpu, mix, random_f32};
 
 /// Cases per property test: 6 type pairs × 16 cases, a few seconds in all on one H200.
 const GPU_CASES: u32 = 16;
@@ -28,54 +28,6 @@ const FULL_CHECK_MACS: usize = 1 << 25;
 const SAMPLES: usize = 4096;
 /// Poisoned elements after D's last batch: a write past the end of D shows there.
 const D_TAIL: usize = 7;
-
-/// Host-side view of the element types: conversion from the generator's f32 and to f64.
-trait Element: Copy + Send + Sync + 'static {
-    /// Unit roundoff of the type.
-    const EPS: f64;
-    /// Largest absolute rounding error near zero (subnormal spacing, or flush-to-zero).
-    const ABS_FLOOR: f64;
-    const NAN: Self;
-    fn of(v: f32) -> Self;
-    fn f64(self) -> f64;
-}
-
-impl Element for bf16 {
-    const EPS: f64 = EPS_BF16;
-    const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
-    const NAN: Self = bf16::NAN;
-    fn of(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-    fn f64(self) -> f64 {
-        self.to_f64()
-    }
-}
-
-impl Element for f16 {
-    const EPS: f64 = EPS_F16;
-    // f16 subnormals are spaced 2^-24 apart.
-    const ABS_FLOOR: f64 = 1.0 / (1u64 << 24) as f64;
-    const NAN: Self = f16::NAN;
-    fn of(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-    fn f64(self) -> f64 {
-        self.to_f64()
-    }
-}
-
-impl Element for f32 {
-    const EPS: f64 = EPS_F32;
-    const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
-    const NAN: Self = f32::NAN;
-    fn of(v: f32) -> Self {
-        v
-    }
-    fn f64(self) -> f64 {
-        self as f64
-    }
-}
 
 /// One GEMM call as the tests describe it; [`Geometry`] turns it into a `GemmProblem`.
 #[derive(Clone, Debug)]
@@ -260,13 +212,6 @@ fn activate(activation: Activation, x: f64) -> f64 {
             0.5 * x * (1.0 + inner.tanh())
         }
     }
-}
-
-/// SplitMix64 finaliser: the sample positions of large problems.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Runs `case` with input type `I` and output type `O` on the GPU and checks D: panics (failing

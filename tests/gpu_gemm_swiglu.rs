@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use warpforge::swiglu::{GATE_UP_BLOCK, SwigluElement};
 use warpforge::{Consumers, Error, SwigluProblem, TileWidth, interleave_gate_up};
 
-use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
+use crate::common::{EPS_F32, Element, gpu, mix, random_f32};
 
 /// Cases per property test and element type.
 const GPU_CASES: u32 = 24;
@@ -34,48 +34,13 @@ const SILU_SLOPE: f64 = 1.1;
 /// rcp.approx's 2^-23: at most 2^-21·(2 + |x|). We allow 4× that.
 const SILU_APPROX: f64 = 1.0 / (1u64 << 19) as f64;
 
-/// Host-side view of the element types.
-trait Element: SwigluElement + Send + Sync {
-    /// Unit roundoff of the type.
-    const EPS: f64;
-    /// Largest absolute rounding error near zero (subnormal spacing).
-    const ABS_FLOOR: f64;
-    const NAN: Self;
-    const ZERO: Self;
-    fn of(v: f32) -> Self;
-    fn f64(self) -> f64;
-}
-
-impl Element for bf16 {
-    const EPS: f64 = EPS_BF16;
-    const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
-    const NAN: Self = bf16::NAN;
-    const ZERO: Self = bf16::ZERO;
-    fn of(v: f32) -> Self {
-        bf16::from_f32(v)
-    }
-    fn f64(self) -> f64 {
-        self.to_f64()
-    }
-}
-
-impl Element for f16 {
-    const EPS: f64 = EPS_F16;
-    // f16 subnormals are spaced 2^-24 apart.
-    const ABS_FLOOR: f64 = 1.0 / (1u64 << 24) as f64;
-    const NAN: Self = f16::NAN;
-    const ZERO: Self = f16::ZERO;
-    fn of(v: f32) -> Self {
-        f16::from_f32(v)
-    }
-    fn f64(self) -> f64 {
-        self.to_f64()
-    }
-}
+/// The element types of these tests: the host view ([`Element`]) of a type the fused kernel takes.
+trait SwigluCase: Element + SwigluElement {}
+impl<T: Element + SwigluElement> SwigluCase for T {}
 
 /// `n` values uniform in [-scale, scale], rounded to `T`, none of them zero (a value that
 /// rounds to zero in f16's range becomes `scale / 2`).
-fn nonzero<T: Element>(seed: u64, n: usize, scale: f32) -> Vec<T> {
+fn nonzero<T: SwigluCase>(seed: u64, n: usize, scale: f32) -> Vec<T> {
     random_f32(seed, n, scale)
         .into_iter()
         .map(|v| {
@@ -87,13 +52,6 @@ fn nonzero<T: Element>(seed: u64, n: usize, scale: f32) -> Vec<T> {
 
 fn silu(x: f64) -> f64 {
     x / (1.0 + (-x).exp())
-}
-
-/// SplitMix64 finaliser: the sample positions of large problems.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// Runs `check(t)` for `t` in `0..count` on all cores; returns how many failed and the first
@@ -136,7 +94,7 @@ struct Weights<T> {
     gate_up: CudaSlice<T>,
 }
 
-impl<T: Element> Weights<T> {
+impl<T: SwigluCase> Weights<T> {
     /// Uniform in ±3/√hidden, so that with x uniform in ±1 the gate and up values have unit
     /// variance (hidden · 1/3 · 3/hidden): silu is far from linear over their range.
     fn random(seed: u64, intermediate: usize, hidden: usize) -> Self {
@@ -180,7 +138,7 @@ impl<T: Element> Weights<T> {
 
 /// Runs `Warpforge::swiglu` for `m` random tokens through `w` and checks the output: panics on
 /// an unwritten or wrong element, or a write past the end.
-fn check_swiglu<T: Element>(w: &Weights<T>, m: usize, seed: u64) {
+fn check_swiglu<T: SwigluCase>(w: &Weights<T>, m: usize, seed: u64) {
     check_swiglu_variant(w, m, seed, Variant::Auto);
 }
 
@@ -211,7 +169,7 @@ fn variant() -> impl Strategy<Value = Variant> {
 }
 
 /// As [`check_swiglu`], with the kernel variant forced.
-fn check_swiglu_variant<T: Element>(w: &Weights<T>, m: usize, seed: u64, variant: Variant) {
+fn check_swiglu_variant<T: SwigluCase>(w: &Weights<T>, m: usize, seed: u64, variant: Variant) {
     let (device, wf) = gpu();
     let stream = device.stream();
     let (hidden, intermediate) = (w.hidden, w.intermediate);
@@ -334,7 +292,7 @@ fn swiglu_forced_variants_match_f64() {
 /// Runs `silu_mul` over `h` starting `h_offset` elements into its buffer, into `out` starting
 /// `out_offset` elements into its buffer (an offset that is not a multiple of 8 misaligns the
 /// pointer and forces the scalar path), and checks every element against f64.
-fn check_silu_mul<T: Element>(m: usize, intermediate: usize, h_offset: usize, out_offset: usize) {
+fn check_silu_mul<T: SwigluCase>(m: usize, intermediate: usize, h_offset: usize, out_offset: usize) {
     let (device, wf) = gpu();
     let stream = device.stream();
     let what = format!("silu_mul m={m} I={intermediate} offsets ({h_offset}, {out_offset})");
