@@ -1,4 +1,5 @@
-//! Builds warpforge's kernels (gpu-kernels/kernels) to PTX for sm_90a and sm_100a and embeds it.
+//! Builds warpforge's kernels (gpu-kernels/kernels) to PTX for sm_90a and sm_100a and embeds it,
+//! with the test-only module of DSL probes (gpu-kernels/checks, sm_90a) beside it.
 //!
 //! Two sources of PTX, one rule: inside this workspace, on the pinned nightly, the kernels are
 //! rebuilt from source with warpforge-builder (and checked by ptxas when found); everywhere
@@ -24,6 +25,24 @@ const CUBIN_ARCHS: [Arch; 1] = [Arch::Sm90a];
 /// The toolchain that rebuilds the shipped PTX (rust-toolchain.toml pins the same one).
 const PINNED_COMMIT: &str = "e50aa6fba4e63ab34c72bf9acfd2c307c1155d1a";
 
+/// A device crate the root crate embeds: its folder, the archs it is built for, and the prefix
+/// of its files in `OUT_DIR` and `gpu-kernels/generated/`.
+struct DeviceCrate {
+    dir: &'static str,
+    archs: &'static [Arch],
+    prefix: &'static str,
+    /// Whether its cubin ships beside its PTX (the library's does; the test probes' is
+    /// assembled when ptxas is at hand and JIT-compiled by the driver otherwise).
+    ships_cubin: bool,
+}
+
+/// The kernel library: what `Warpforge` loads.
+const LIBRARY: DeviceCrate =
+    DeviceCrate { dir: "gpu-kernels/kernels", archs: &Arch::ALL, prefix: "", ships_cubin: true };
+/// The DSL's hardware probes: loaded by the GPU tests only.
+const CHECKS: DeviceCrate =
+    DeviceCrate { dir: "gpu-kernels/checks", archs: &[Arch::Sm90a], prefix: "checks_", ships_cubin: false };
+
 fn main() {
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -38,47 +57,96 @@ fn main() {
         Some(other) => panic!("WARPFORGE_PTX must be `build` or `shipped`, not `{other}`"),
         None => root.join("gpu-kernels/kernels/Cargo.toml").is_file() && on_pinned_toolchain(),
     };
+    let bless = std::env::var("WARPFORGE_BLESS").is_ok_and(|v| v == "1");
+    let embed = Embed { out: &out, shipped: &shipped, bless };
 
     if rebuild {
-        let modules = Builder::new("gpu-kernels/kernels")
-            .arch(Arch::Sm90a)
-            .arch(Arch::Sm100a)
-            .target_dir(device_target_dir(&out))
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let bless = std::env::var("WARPFORGE_BLESS").is_ok_and(|v| v == "1");
-        for module in &modules {
-            let ptx = std::fs::read_to_string(&module.ptx_path).expect("builder wrote the PTX");
-            write(&out.join(format!("{}.ptx", module.arch)), &ptx);
-            write(&out.join(format!("{}.report.txt", module.arch)), &report(module));
-            if bless {
-                write(&shipped.join(format!("{}.ptx", module.arch)), &ptx);
-            }
-            if CUBIN_ARCHS.contains(&module.arch) {
-                let fresh = module.ptxas.as_ref().map(|r| std::fs::read(&r.cubin).expect("ptxas wrote the cubin"));
-                if let (Some(cubin), true) = (&fresh, bless) {
-                    write_bytes(&shipped.join(format!("{}.cubin", module.arch)), cubin);
-                    write(&shipped.join(format!("{}.cubin.source", module.arch)), &cubin_source(&ptx));
+        // The two crates build in their own target folders, side by side: ptxas, the long pole,
+        // then assembles both modules at once on a machine with two cores.
+        let device = device_target_dir(&out);
+        std::thread::scope(|scope| {
+            let builds = [LIBRARY, CHECKS].map(|krate| {
+                let target = device.join(krate.prefix.trim_end_matches('_'));
+                scope.spawn(move || (krate.build(&target), krate))
+            });
+            for build in builds {
+                let (modules, krate) = build.join().expect("device build thread");
+                for module in &modules {
+                    embed.built(&krate, module);
                 }
-                let cubin = fresh.unwrap_or_else(|| shipped_cubin(&shipped, module.arch, &ptx));
-                write_bytes(&out.join(format!("{}.cubin", module.arch)), &cubin);
-            } else {
-                write_bytes(&out.join(format!("{}.cubin", module.arch)), &[]);
             }
-        }
+        });
         println!("cargo:rustc-env=WARPFORGE_PTX_ORIGIN=built");
     } else {
-        for arch in Arch::ALL {
-            let file = shipped.join(format!("{arch}.ptx"));
-            println!("cargo:rerun-if-changed={}", file.display());
-            let ptx = std::fs::read_to_string(&file)
-                .unwrap_or_else(|e| panic!("warpforge: shipped PTX {} unreadable ({e})", file.display()));
-            write(&out.join(format!("{arch}.ptx")), &ptx);
-            write(&out.join(format!("{arch}.report.txt")), "shipped PTX, not rebuilt: no ptxas report\n");
-            let cubin = if CUBIN_ARCHS.contains(&arch) { shipped_cubin(&shipped, arch, &ptx) } else { Vec::new() };
-            write_bytes(&out.join(format!("{arch}.cubin")), &cubin);
+        for krate in [LIBRARY, CHECKS] {
+            for &arch in krate.archs {
+                embed.shipped(&krate, arch);
+            }
         }
         println!("cargo:rustc-env=WARPFORGE_PTX_ORIGIN=shipped");
+    }
+}
+
+impl DeviceCrate {
+    fn build(&self, target: &Path) -> Vec<PtxModule> {
+        let mut builder = Builder::new(self.dir).target_dir(target);
+        for &arch in self.archs {
+            builder = builder.arch(arch);
+        }
+        builder.build().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn file(&self, arch: Arch, extension: &str) -> String {
+        format!("{}{arch}.{extension}", self.prefix)
+    }
+}
+
+/// Where the modules go: `OUT_DIR` for `include_str!`, and the shipped folder when blessing.
+struct Embed<'a> {
+    out: &'a Path,
+    shipped: &'a Path,
+    bless: bool,
+}
+
+impl Embed<'_> {
+    /// Embeds a module just built (and blesses it into the shipped folder when asked).
+    fn built(&self, krate: &DeviceCrate, module: &PtxModule) {
+        let arch = module.arch;
+        let ptx = std::fs::read_to_string(&module.ptx_path).expect("builder wrote the PTX");
+        write(&self.out.join(krate.file(arch, "ptx")), &ptx);
+        write(&self.out.join(krate.file(arch, "report.txt")), &report(module));
+        if self.bless {
+            write(&self.shipped.join(krate.file(arch, "ptx")), &ptx);
+        }
+        let fresh = module.ptxas.as_ref().map(|r| std::fs::read(&r.cubin).expect("ptxas wrote the cubin"));
+        let cubin = if krate.ships_cubin && CUBIN_ARCHS.contains(&arch) {
+            if let (Some(cubin), true) = (&fresh, self.bless) {
+                write_bytes(&self.shipped.join(krate.file(arch, "cubin")), cubin);
+                write(&self.shipped.join(krate.file(arch, "cubin.source")), &cubin_source(&ptx));
+            }
+            fresh.unwrap_or_else(|| shipped_cubin(self.shipped, &krate.file(arch, "cubin"), &ptx))
+        } else if CUBIN_ARCHS.contains(&arch) {
+            fresh.unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        write_bytes(&self.out.join(krate.file(arch, "cubin")), &cubin);
+    }
+
+    /// Embeds the shipped module of `arch` as is.
+    fn shipped(&self, krate: &DeviceCrate, arch: Arch) {
+        let file = self.shipped.join(krate.file(arch, "ptx"));
+        println!("cargo:rerun-if-changed={}", file.display());
+        let ptx = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("warpforge: shipped PTX {} unreadable ({e})", file.display()));
+        write(&self.out.join(krate.file(arch, "ptx")), &ptx);
+        write(&self.out.join(krate.file(arch, "report.txt")), "shipped PTX, not rebuilt: no ptxas report\n");
+        let cubin = if krate.ships_cubin && CUBIN_ARCHS.contains(&arch) {
+            shipped_cubin(self.shipped, &krate.file(arch, "cubin"), &ptx)
+        } else {
+            Vec::new()
+        };
+        write_bytes(&self.out.join(krate.file(arch, "cubin")), &cubin);
     }
 }
 
@@ -122,10 +190,10 @@ fn report(module: &PtxModule) -> String {
     s
 }
 
-/// The shipped cubin of `arch` when it was assembled from exactly `ptx`; empty otherwise.
-fn shipped_cubin(shipped: &Path, arch: Arch, ptx: &str) -> Vec<u8> {
-    let cubin = shipped.join(format!("{arch}.cubin"));
-    let source = shipped.join(format!("{arch}.cubin.source"));
+/// The shipped cubin `name` when it was assembled from exactly `ptx`; empty otherwise.
+fn shipped_cubin(shipped: &Path, name: &str, ptx: &str) -> Vec<u8> {
+    let cubin = shipped.join(name);
+    let source = shipped.join(format!("{name}.source"));
     println!("cargo:rerun-if-changed={}", cubin.display());
     println!("cargo:rerun-if-changed={}", source.display());
     match (std::fs::read(&cubin), std::fs::read_to_string(&source)) {

@@ -1,7 +1,8 @@
 //! The PTX embedded in this crate, per arch, and how it was produced.
 //!
 //! Built by `build.rs` from `gpu-kernels/kernels` (inside this workspace, on the pinned
-//! nightly) or copied from the shipped `gpu-kernels/generated/` (everywhere else).
+//! nightly) or copied from the shipped `gpu-kernels/generated/` (everywhere else). The test-only
+//! probe module (`gpu-kernels/checks`) is embedded the same way but loaded only by the tests.
 
 use warpforge_host::PtxSet;
 pub use warpforge_host::module::Arch;
@@ -19,6 +20,17 @@ pub const SM_90A_CUBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sm_90a
 pub const SM_90A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.report.txt"));
 /// ptxas's resource report for the sm_100a module at build time.
 pub const SM_100A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a.report.txt"));
+
+/// The test-only module of DSL hardware probes (`gpu-kernels/checks`: TMA, mbarrier, cluster and
+/// wgmma forms), sm_90a only. [`crate::Warpforge`] never loads it; warpforge's GPU tests do.
+pub const CHECKS_SM_90A: &str = include_str!(concat!(env!("OUT_DIR"), "/checks_sm_90a.ptx"));
+/// The probes assembled by ptxas when this build had it (empty otherwise: the driver JIT-compiles
+/// the PTX, which for these small kernels takes a moment).
+pub const CHECKS_SM_90A_CUBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/checks_sm_90a.cubin"));
+/// ptxas's resource report for the probe module at build time.
+pub const CHECKS_SM_90A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/checks_sm_90a.report.txt"));
+/// The probe module as a loadable set.
+pub const CHECKS: PtxSet = PtxSet::new().with(Arch::Sm90a, CHECKS_SM_90A).with_cubin(Arch::Sm90a, CHECKS_SM_90A_CUBIN);
 
 /// `"built"` when this build compiled the kernels from source, `"shipped"` when it embedded
 /// the committed PTX.

@@ -14,6 +14,14 @@ pub fn gpu() -> &'static (Device, Warpforge) {
     })
 }
 
+/// The test-only probe module (`warpforge::ptx::CHECKS`) on device 0, loaded once per test binary.
+pub fn checks() -> &'static warpforge::host::module::Module {
+    static CHECKS: OnceLock<warpforge::host::module::Module> = OnceLock::new();
+    CHECKS.get_or_init(|| {
+        warpforge::host::module::Module::load(&gpu().0, &warpforge::ptx::CHECKS).expect("the probe module loads")
+    })
+}
+
 /// `n` values uniform in [-scale, scale] from `seed`, none of them zero (SplitMix64).
 pub fn random_f32(seed: u64, n: usize, scale: f32) -> Vec<f32> {
     let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;

@@ -175,3 +175,14 @@ fn device_attributes_are_those_of_a_hopper_or_blackwell_gpu() {
     let names: Vec<&str> = wf.module().kernel_names().collect();
     assert!(names.contains(&entries::SAXPY_F32));
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_module_loads_from_its_cubin_without_jit() {
+    let (_, wf) = gpu();
+    // The build embeds the sm_90a cubin whenever it matches the PTX (`shipped_ptx` checks
+    // that); on an H100/H200 the runtime must then have loaded it, not JIT-compiled the PTX.
+    if wf.module().arch() == warpforge::ptx::Arch::Sm90a && !warpforge::ptx::SM_90A_CUBIN.is_empty() {
+        assert_eq!(wf.module().image(), warpforge::host::ModuleImage::Cubin);
+    }
+}

@@ -711,3 +711,30 @@ fn gemm_rejects_invalid_arguments_without_launching() {
     let after = stream.clone_dtoh(&d).unwrap();
     assert!(after.iter().all(|v| v.is_nan()), "a rejected call wrote D");
 }
+
+/// A few fixed shapes that fail in seconds when the pipeline is broken (the first GPU test to
+/// read when everything fails): tile-exact, single element, ragged in every dimension, K of
+/// one slice, long K, every layout pair; and the full epilogue on batched bf16 output.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_fixed_shapes_match_f64() {
+    for (m, n, k) in
+        [(128, 256, 64), (256, 512, 256), (1, 1, 1), (129, 257, 65), (300, 100, 1000), (64, 1024, 8), (70, 300, 4000)]
+    {
+        run_case::<bf16, f32>(&Case::plain(m, n, k, 1));
+    }
+    let layouts = |m, n, k, a_layout, b_layout| Case { a_layout, b_layout, ..Case::plain(m, n, k, 1) };
+    run_case::<bf16, f32>(&layouts(200, 300, 77, Layout::ColMajor, Layout::RowMajor));
+    run_case::<bf16, f32>(&layouts(130, 270, 96, Layout::RowMajor, Layout::RowMajor));
+    for (m, n, k, batch) in [(200, 300, 128, 3), (128, 256, 64, 1), (77, 520, 33, 2), (100, 256, 2048, 1)] {
+        let case = Case {
+            alpha: 0.5,
+            beta: 0.25,
+            with_c: true,
+            with_bias: true,
+            activation: Activation::Relu,
+            ..Case::plain(m, n, k, batch)
+        };
+        run_case::<bf16, bf16>(&case);
+    }
+}

@@ -1,4 +1,4 @@
-//! The sm_90a hardware checks of the Hopper async DSL (`gpu-kernels/kernels/src/hopper_async_checks.rs`)
+//! The sm_90a hardware checks of the Hopper async DSL (`gpu-kernels/checks/src/hopper_async_checks.rs`)
 //! on a real GPU, each against a CPU model: TMA loads under every swizzle mode against
 //! `warpforge::logic::swizzle`, with boxes over ragged and negative edges that TMA must zero-fill;
 //! the TMA store / reduce-add round trip; TMA multicast into 2-CTA clusters; the DSMEM exchange;
@@ -149,9 +149,9 @@ fn origin(extent: u32, box_extent: u32) -> impl Strategy<Value = i32> {
 
 /// Runs load kernel `k` on the box at (`x`, `y`) of `m` and returns the smem halfwords it copied out.
 fn run_tma_load(k: LoadKernel, m: &Matrix, x: i32, y: i32) -> Vec<u16> {
-    let (device, wf) = gpu();
+    let (device, _) = gpu();
     let stream = device.stream();
-    let kernel = wf.module().kernel(k.entry).unwrap();
+    let kernel = crate::common::checks().kernel(k.entry).unwrap();
     let src = stream.clone_htod(&m.data).unwrap();
     let map = m.map(BOX_ROWS, k.box_cols, k.swizzle).encode(&src, stream).unwrap();
     let mut out = poisoned((BOX_ROWS * k.box_cols / 2) as usize);
@@ -247,9 +247,9 @@ proptest! {
     #[ignore = "needs an NVIDIA GPU"]
     fn tma_store_round_trip_writes_exactly_the_box(case in store_case(), reduce in any::<bool>()) {
         let (seed, rows, cols, pad, x, y) = case;
-        let (device, wf) = gpu();
+        let (device, _) = gpu();
         let stream = device.stream();
-        let kernel = wf.module().kernel("tma_store_roundtrip_sm90a").unwrap();
+        let kernel = crate::common::checks().kernel("tma_store_roundtrip_sm90a").unwrap();
         let src = Matrix::random(seed, rows, cols, pad);
         let old = Matrix::random(seed ^ 0x5eed, rows, cols, pad);
         let dsrc = stream.clone_htod(&src.data).unwrap();
@@ -289,9 +289,9 @@ proptest! {
     #[ignore = "needs an NVIDIA GPU"]
     fn tma_multicast_delivers_the_box_to_both_ctas(case in load_case(64), clusters in 1u32..9) {
         let (seed, rows, cols, pad, x, y) = case;
-        let (device, wf) = gpu();
+        let (device, _) = gpu();
         let stream = device.stream();
-        let kernel = wf.module().kernel("tma_multicast_sm90a").unwrap();
+        let kernel = crate::common::checks().kernel("tma_multicast_sm90a").unwrap();
         let m = Matrix::random(seed, rows, cols, pad);
         let src = stream.clone_htod(&m.data).unwrap();
         let map = m.map(BOX_ROWS / 2, 64, Swizzle::B128).encode(&src, stream).unwrap();
@@ -367,9 +367,9 @@ proptest! {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn cluster_dsmem_exchange_swaps_slots_between_the_two_ctas(clusters in 1u32..200) {
-        let (device, wf) = gpu();
+        let (device, _) = gpu();
         let stream = device.stream();
-        let kernel = wf.module().kernel("cluster_dsmem_exchange_sm90a").unwrap();
+        let kernel = crate::common::checks().kernel("cluster_dsmem_exchange_sm90a").unwrap();
         let blocks = 2 * clusters;
         let mut out = poisoned((blocks * 2 * WARPGROUP_THREADS) as usize);
         let mut args = KernelArgs::new();
@@ -394,9 +394,9 @@ proptest! {
         iters in prop_oneof![1u32..16, 1_000u32..20_000],
         blocks in 1u32..300,
     ) {
-        let (device, wf) = gpu();
+        let (device, _) = gpu();
         let stream = device.stream();
-        let kernel = wf.module().kernel("mbarrier_pipeline_sm90a").unwrap();
+        let kernel = crate::common::checks().kernel("mbarrier_pipeline_sm90a").unwrap();
         let mut out = poisoned((blocks * WARPGROUP_THREADS) as usize);
         let mut args = KernelArgs::new();
         args.push(iters).push_buffer_mut(&mut out, stream);
@@ -429,9 +429,9 @@ proptest! {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn wgmma_pipelined_bf16_matches_f64_reference(seed: u64, scale in 0.01f32..16.0, k_tiles in 3usize..=12) {
-        let (device, wf) = gpu();
+        let (device, _) = gpu();
         let stream = device.stream();
-        let kernel = wf.module().kernel("wgmma_pipelined_bf16_sm90a").unwrap();
+        let kernel = crate::common::checks().kernel("wgmma_pipelined_bf16_sm90a").unwrap();
         let k = WGMMA_K * k_tiles;
         let to_bf16 = |v: Vec<f32>| v.into_iter().map(bf16::from_f32).collect::<Vec<_>>();
         let a = to_bf16(random_f32(seed, WGMMA_M * k, scale)); // (M, K)

@@ -1,4 +1,4 @@
-//! The single-tile wgmma checks (`gpu-kernels/kernels/src/wgmma_checks.rs`) on a real GPU: every
+//! The single-tile wgmma checks (`gpu-kernels/checks/src/wgmma_checks.rs`) on a real GPU: every
 //! entry's `D(64×N) = A(64×K) · B(K×N)` against a float64 reference, on random data drawn by
 //! proptest and rounded on the host to the entry's input type, so the GPU and the reference
 //! multiply exactly the same values.
@@ -238,9 +238,9 @@ fn reference(a: &[f64], b: &[f64], n: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
 /// allows one subnormal-spacing error per addition. The float64 reference's own error
 /// (K · 2⁻⁵³ · Σ|a·b|) is negligible.
 fn check(c: &Case, seed: u64, scale: f32) -> Result<(), TestCaseError> {
-    let (device, wf) = gpu();
+    let (device, _) = gpu();
     let stream = device.stream();
-    let kernel = wf.module().kernel(c.entry).unwrap();
+    let kernel = crate::common::checks().kernel(c.entry).unwrap();
     let k = SPAN_BYTES / c.a.bytes();
     let a = Operand::random(c.a, seed, M, k, scale);
     let b = Operand::random(c.b, seed ^ 0xb, c.n, k, scale);

@@ -8,7 +8,6 @@ mod common;
 mod builder;
 mod gpu_foundation;
 mod gpu_gemm;
-mod gpu_gemm_smoke;
 mod gpu_gemm_swiglu;
 mod gpu_hopper_async;
 mod gpu_wgmma;

@@ -11,11 +11,16 @@ fn shipped_ptx_matches_a_fresh_build() {
         return;
     }
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("gpu-kernels/generated");
-    for arch in [Arch::Sm90a, Arch::Sm100a] {
-        let file = shipped.join(format!("{}.ptx", arch.name()));
+    let modules = [
+        (Arch::Sm90a.name().to_string(), ptx::module(Arch::Sm90a)),
+        (Arch::Sm100a.name().to_string(), ptx::module(Arch::Sm100a)),
+        ("checks_sm_90a".to_string(), ptx::CHECKS_SM_90A),
+    ];
+    for (name, built) in modules {
+        let file = shipped.join(format!("{name}.ptx"));
         let committed = std::fs::read_to_string(&file).unwrap_or_default();
         assert!(
-            committed == ptx::module(arch),
+            committed == built,
             "{} differs from a fresh build of gpu-kernels/: run `WARPFORGE_BLESS=1 cargo build` and commit it",
             file.display()
         );
@@ -72,4 +77,26 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
         checked, 18,
         "expected the six cooperative, two ping-pong, two narrow and two cluster GEMM entries and the six SwiGLU ones"
     );
+}
+
+/// The sm_100a GEMMs (the shared tcgen05 skeleton) make no cluster-scope release on their
+/// per-tile path: such a release assembles to `MEMBAR.ALL.GPU`, a GPU-wide fence per tile. The
+/// CLC readers hand response slots back with a CTA-scope release; only the once-per-CTA cluster
+/// barriers and the barrier-init fence may release at cluster scope.
+#[test]
+fn sm100_gemms_release_at_cta_scope_per_tile() {
+    let module = ptx::module(Arch::Sm100a);
+    let mut checked = 0;
+    for entry in module.split(".visible .entry ").skip(1) {
+        let name = entry.split('(').next().unwrap_or_default();
+        if !(name.starts_with("gemm_") && name.ends_with("_sm100")) {
+            continue;
+        }
+        let body = &entry[..entry.find("\n}\n").unwrap_or(entry.len())];
+        for cluster_release in ["mbarrier.arrive.release.cluster", "fence.acq_rel.cluster", "fence.sc.cluster"] {
+            assert!(!body.contains(cluster_release), "{name}: `{cluster_release}` on the per-tile path");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 2, "expected the bf16 and the MXFP8 tcgen05 GEMMs");
 }

@@ -21,12 +21,6 @@ pub mod gemm_mxf8_blockscaled_sm100;
 pub mod gemm_sm90_ctas;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_swiglu_sm90;
-#[cfg(warpforge_arch = "sm_90a")]
-pub mod hopper_async_checks;
 pub mod pack;
 pub mod persistent_visit;
 pub mod reduce;
-#[cfg(warpforge_arch = "sm_100a")]
-pub mod tmem_epilogue_sm100;
-#[cfg(warpforge_arch = "sm_90a")]
-pub mod wgmma_checks;

@@ -188,11 +188,14 @@ impl<const SLOTS: usize> ClcCursor<SLOTS> {
         }
         if releaser.is_some() {
             // SAFETY: one arrival per reader warp per use of the slot, locally and on rank 0,
-            // as initialised; rank 0 is running (cluster barrier before any CTA exits).
+            // as initialised; rank 0 is running (cluster barrier before any CTA exits). The
+            // remote arrival is a CTA-scope release (no `MEMBAR.ALL.GPU`): this warp only read
+            // the slot, and rank 0's next write to it is an async-proxy response ordered after
+            // those reads by the proxy fence above; no generic write of ours must reach rank 0.
             unsafe {
                 pipe.empty(slot).arrive();
                 if self.cluster_size > 1 {
-                    pipe.cluster_empty(slot).arrive_remote(0);
+                    pipe.cluster_empty(slot).arrive_remote_cta(0);
                 }
             }
         }

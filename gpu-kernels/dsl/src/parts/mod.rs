@@ -1,5 +1,6 @@
-//! L3 parts: the pieces every GEMM-like Hopper kernel repeats, generic over traits (never over
-//! one kernel's parameter struct), public so an outside device crate builds from them too.
+//! L3 parts: the pieces every GEMM-like Hopper kernel repeats (and, in [`tcgen05`], the skeleton
+//! the Blackwell GEMMs share), generic over traits (never over one kernel's parameter struct),
+//! public so an outside device crate builds from them too.
 //!
 //! A persistent warp-specialised kernel is these parts in a fixed order: a smem plan, barrier
 //! init, the register split, then per role a loop over its worker's units from a
@@ -13,3 +14,4 @@ pub mod epilogue;
 pub mod mainloop;
 pub mod schedule;
 pub mod stream_k;
+pub mod tcgen05;
