@@ -24,8 +24,19 @@ const VISIT_THREADS: u32 = 128;
 /// Elements `silu_mul` moves per thread per step on its vector path (16 bytes of 16-bit data).
 const SILU_MUL_VECTOR: usize = 8;
 
-/// Element types `saxpy` supports (f32 arithmetic, storage in `Self`).
-pub trait SaxpyElement: cudarc::driver::DeviceRepr + Copy + 'static {
+/// Element types `saxpy` supports (f32 arithmetic, storage in `Self`): `f32`, `bf16`, `f16`.
+/// Sealed:
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy)]
+/// struct Mine(f32);
+/// // SAFETY: (doctest) a plain 32-bit value.
+/// unsafe impl cudarc::driver::DeviceRepr for Mine {}
+/// impl warpforge::kernels::SaxpyElement for Mine {
+///     const KERNEL: &'static str = "saxpy_f32";
+/// }
+/// ```
+pub trait SaxpyElement: crate::sealed::Sealed + cudarc::driver::DeviceRepr + Copy + 'static {
     /// Kernel entry for this dtype.
     const KERNEL: &'static str;
 }
@@ -96,7 +107,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
         // SAFETY: parameters are (n, a, x, y) as the kernel declares; x and y hold n elements
         // (checked above) and `y` is borrowed mutably, so it aliases nothing.
-        unsafe { kernel.launch(stream, &config, &mut args) }
+        unsafe { kernel.launch(stream, &config, args) }
     }
 
     /// `out[r][c] = silu(h[r][c]) · h[r][I + c]` with `I = intermediate`: `h` is `m × 2I`
@@ -136,7 +147,7 @@ impl Warpforge {
         // SAFETY: parameters (m, intermediate, h, out) as the kernel declares; h holds at least
         // m·2·intermediate and out m·intermediate elements (checked above), and `out` is
         // borrowed mutably, so it overlaps nothing `h` reaches.
-        unsafe { kernel.launch(stream, &config, &mut args) }
+        unsafe { kernel.launch(stream, &config, args) }
     }
 
     /// `out = a + b`, element-wise f32.
@@ -157,7 +168,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
         // SAFETY: parameters (n, a, b, out) as declared; all three hold n elements; `out` is
         // borrowed mutably so it aliases neither input.
-        unsafe { kernel.launch(stream, &config, &mut args) }
+        unsafe { kernel.launch(stream, &config, args) }
     }
 
     /// Sum of `x`, reduced per block on the GPU (warp shuffles) and across blocks on the host
@@ -175,7 +186,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(blocks, BLOCK_SUM_THREADS);
         // SAFETY: parameters (n, x, partials) as declared; `x` holds n elements and
         // `partials` one f32 per block of the grid.
-        unsafe { kernel.launch(stream, &config, &mut args)? };
+        unsafe { kernel.launch(stream, &config, args)? };
         let host = stream.clone_dtoh(&partials).map_err(driver("cuMemcpyDtoH"))?;
         Ok(host.iter().map(|&v| v as f64).sum())
     }
@@ -201,7 +212,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(plan.blocks, VISIT_THREADS);
         // SAFETY: parameters (tiles_m, tiles_n, visits) as declared; `visits` holds one zeroed
         // 16-byte TileVisit per tile (4 u32 each).
-        unsafe { kernel.launch(stream, &config, &mut args)? };
+        unsafe { kernel.launch(stream, &config, args)? };
         let raw = stream.clone_dtoh(&visits).map_err(driver("cuMemcpyDtoH"))?;
         let records =
             raw.chunks_exact(4).map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] }).collect();

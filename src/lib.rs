@@ -21,11 +21,12 @@
 pub mod gemm;
 pub mod kernels;
 pub mod ptx;
+mod sealed;
 pub mod swiglu;
 
-pub use gemm::{Clusters, Consumers, Epilogue, GemmPlan, GemmProblem, Layout, TileWidth};
+pub use gemm::{COperand, Clusters, Consumers, Epilogue, GemmExtents, GemmPlan, GemmProblem, Layout, TileWidth};
 pub use kernels::Warpforge;
-pub use swiglu::{SwigluProblem, interleave_gate_up};
+pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge_abi as abi;
 pub use warpforge_abi::Activation;
 pub use warpforge_host as host;

@@ -97,7 +97,8 @@ fn gemm_bf16_epilogue_batched_matches_f64() {
         problem.alpha = 0.5;
         problem.beta = 0.25;
         problem.activation = Activation::Relu;
-        let epilogue = warpforge::Epilogue { c: Some(dc.as_view()), bias: Some(dbias.as_view()) };
+        let epilogue =
+            warpforge::Epilogue { c: warpforge::COperand::Buffer(dc.as_view()), bias: Some(dbias.as_view()) };
         wf.gemm::<bf16, bf16>(stream, &problem, &da, &db, epilogue, &mut dd).unwrap();
         let got = stream.clone_dtoh(&dd).unwrap();
         let mut bad = 0;
