@@ -1,7 +1,8 @@
 //! Typed entry points to warpforge's kernels: argument checks, grid choice, launch.
 //!
-//! Each method validates what the kernel's safety contract needs (lengths, same context)
-//! and then launches; the `unsafe` launch is justified right there against that contract.
+//! Each method validates what the kernel's safety contract needs (lengths, the stream's and
+//! every buffer's CUDA context) and then launches; the `unsafe` launch is justified right there
+//! against that contract.
 
 use std::sync::Arc;
 
@@ -97,6 +98,7 @@ impl Warpforge {
         x: &impl DevicePtr<T>,
         y: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
+        self.module.check_context(stream, &[x.stream(), y.stream()])?;
         let n = same_len("saxpy", &[x.len(), y.len()])?;
         if n == 0 {
             return Ok(());
@@ -124,6 +126,7 @@ impl Warpforge {
         h: &impl DevicePtr<T>,
         out: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
+        self.module.check_context(stream, &[h.stream(), out.stream()])?;
         if m == 0 || intermediate == 0 {
             return Err(Error::InvalidArgument(format!(
                 "silu_mul: m = {m} and intermediate = {intermediate} must be ≥ 1"
@@ -158,6 +161,7 @@ impl Warpforge {
         b: &impl DevicePtr<f32>,
         out: &mut impl DevicePtrMut<f32>,
     ) -> Result<()> {
+        self.module.check_context(stream, &[a.stream(), b.stream(), out.stream()])?;
         let n = same_len("vector_add_f32", &[a.len(), b.len(), out.len()])?;
         if n == 0 {
             return Ok(());
@@ -174,6 +178,7 @@ impl Warpforge {
     /// Sum of `x`, reduced per block on the GPU (warp shuffles) and across blocks on the host
     /// in f64. Synchronises `stream`.
     pub fn sum_f32(&self, stream: &Arc<CudaStream>, x: &impl DevicePtr<f32>) -> Result<f64> {
+        self.module.check_context(stream, &[x.stream()])?;
         let n = x.len();
         if n == 0 {
             return Ok(0.0);
@@ -200,6 +205,7 @@ impl Warpforge {
         tiles_m: u32,
         tiles_n: u32,
     ) -> Result<(GridPlan, Vec<TileVisit>)> {
+        self.module.check_context(stream, &[])?;
         let tiles = tiles_m as u64 * tiles_n as u64;
         if tiles == 0 || tiles > u32::MAX as u64 {
             return Err(Error::InvalidArgument(format!("tile grid {tiles_m}×{tiles_n} must hold 1..2^32 tiles")));

@@ -15,6 +15,17 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # The safe API's promise
+//!
+//! Any argument a caller can construct makes a safe call return `Ok` with a correct result or
+//! a typed [`Error`] (usually [`Error::InvalidArgument`]) — never a panic, a hang, a GPU fault or
+//! undefined behaviour. Sizes are validated with checked arithmetic before any launch
+//! ([`GemmProblem::check`], [`SwigluProblem::check`]: pure, CPU-testable); the element traits
+//! are sealed to the types the kernels are compiled for; streams and buffers of another CUDA
+//! context are refused; and the buffers' stream-ordering guards (cudarc's read/write events)
+//! are held until the kernel is enqueued, so other streams wait for it. The unsafe layer under
+//! it, [`host`]'s `Kernel::launch`, states what it cannot check as its `# Safety` contract.
+//!
 //! For a kernel author: the same runtime ([`host`]) launches kernels from your own `no_std`
 //! device crate, built by `warpforge-builder` from your build.rs (see `examples/custom-kernel`).
 
