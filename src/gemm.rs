@@ -10,7 +10,9 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{
+    CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, SyncOnDrop, ValidAsZeroBits,
+};
 use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, PINGPONG_BLOCK_M, SMEM_BYTES, STORE_BOX_COLS, THREADS};
 use warpforge_abi::{Activation, GemmParams, PackParams, TilePlan, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
@@ -21,10 +23,12 @@ use crate::Warpforge;
 
 mod schedule;
 mod variant;
-pub(crate) use schedule::StreamKCache;
-use schedule::{GemmSchedule, poisoned, tile_plan};
+mod workspace;
+use schedule::{GemmSchedule, tile_plan};
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, TileWidth};
+pub use workspace::MAX_CACHED_STREAMS;
+pub(crate) use workspace::StreamKCache;
 
 /// The cluster shape of the paired variant ([`Clusters::Pairs`]).
 const PAIR: [u32; 3] = [2, 1, 1];
@@ -117,27 +121,121 @@ impl GemmProblem {
     pub fn ldd(&self) -> usize {
         or(self.ldd, self.n)
     }
-    /// Batch strides of A, B, C, D as used.
+    /// Batch strides of A, B, C, D as used (a packed stride that overflows `usize` saturates
+    /// at `usize::MAX`, which [`GemmProblem::check`] refuses).
     pub fn strides(&self) -> [usize; 4] {
         let outer = |layout: Layout, ld: usize, row_major_rows: usize, col_major_cols: usize| match layout {
-            Layout::RowMajor => ld * row_major_rows,
-            Layout::ColMajor => ld * col_major_cols,
+            Layout::RowMajor => ld.saturating_mul(row_major_rows),
+            Layout::ColMajor => ld.saturating_mul(col_major_cols),
         };
         [
             or(self.batch_strides[0], outer(self.a_layout, self.lda(), self.m, self.k)),
             or(self.batch_strides[1], outer(self.b_layout, self.ldb(), self.k, self.n)),
-            or(self.batch_strides[2], self.ldc() * self.m),
-            or(self.batch_strides[3], self.ldd() * self.m),
+            or(self.batch_strides[2], self.ldc().saturating_mul(self.m)),
+            or(self.batch_strides[3], self.ldd().saturating_mul(self.m)),
         ]
     }
+
+    /// Checks the problem on its own (no GPU, no buffers): the shape limits, the leading
+    /// dimensions against the rows they hold, finite `alpha` and `beta`, and every extent with
+    /// checked arithmetic. Returns what the buffers must then hold; any field values give `Ok`
+    /// or [`Error::InvalidArgument`], never a panic or a wrapped size. [`Warpforge::gemm`] runs
+    /// this first.
+    pub fn check(&self) -> Result<GemmExtents> {
+        let p = self;
+        check_shape(p)?;
+        check(p.alpha.is_finite() && p.beta.is_finite(), || "alpha and beta must be finite".into())?;
+        let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
+        let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
+        let b_inner = if p.b_layout == Layout::RowMajor { p.n } else { p.k };
+        check(lda >= a_inner, || format!("lda {lda} < {a_inner}"))?;
+        check(ldb >= b_inner, || format!("ldb {ldb} < {b_inner}"))?;
+        check(ldc >= p.n && ldd >= p.n, || format!("ldc {ldc} / ldd {ldd} < n {}", p.n))?;
+        let overflow = |what: &str| Error::InvalidArgument(format!("{what} overflows usize in {p:?}"));
+        let packed = |ld: usize, outer: usize, what: &str| ld.checked_mul(outer).ok_or_else(|| overflow(what));
+        let a_outer = if p.a_layout == Layout::RowMajor { p.m } else { p.k };
+        let b_outer = if p.b_layout == Layout::RowMajor { p.k } else { p.n };
+        let [sa, sb, sc, sd] = p.batch_strides;
+        let strides = [
+            if sa == 0 { packed(lda, a_outer, "A's packed batch stride")? } else { sa },
+            if sb == 0 { packed(ldb, b_outer, "B's packed batch stride")? } else { sb },
+            if sc == 0 { packed(ldc, p.m, "C's packed batch stride")? } else { sc },
+            if sd == 0 { packed(ldd, p.m, "D's packed batch stride")? } else { sd },
+        ];
+        let pitches = [lda, ldb, ldc, ldd].into_iter().chain(strides);
+        check(pitches.into_iter().all(|v| v <= MAX_PITCH), || {
+            format!("leading dimensions and batch strides must be at most 2^48 elements: {p:?}")
+        })?;
+        let extent = |layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize, what: &str| {
+            span(layout, rows, cols, ld, stride, p.batch).ok_or_else(|| overflow(what))
+        };
+        Ok(GemmExtents {
+            lda,
+            ldb,
+            ldc,
+            ldd,
+            strides,
+            a: extent(p.a_layout, p.m, p.k, lda, strides[0], "A's extent")?,
+            b: extent(p.b_layout, p.k, p.n, ldb, strides[1], "B's extent")?,
+            c: extent(Layout::RowMajor, p.m, p.n, ldc, strides[2], "C's extent")?,
+            d: extent(Layout::RowMajor, p.m, p.n, ldd, strides[3], "D's extent")?,
+        })
+    }
+}
+
+/// Largest leading dimension or batch stride, elements: more than any GPU's memory holds, and
+/// small enough that every byte offset the launch computes from one (× 4 bytes, plus a
+/// checked extent) stays far inside `u64`.
+pub const MAX_PITCH: usize = 1 << 48;
+
+/// What a valid [`GemmProblem`] touches ([`GemmProblem::check`]): its leading dimensions and
+/// batch strides as used, and the elements each operand's buffer must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmExtents {
+    /// Leading dimension of A.
+    pub lda: usize,
+    /// Leading dimension of B.
+    pub ldb: usize,
+    /// Row stride of C.
+    pub ldc: usize,
+    /// Row stride of D.
+    pub ldd: usize,
+    /// Batch strides of A, B, C, D.
+    pub strides: [usize; 4],
+    /// Elements A must hold.
+    pub a: usize,
+    /// Elements B must hold.
+    pub b: usize,
+    /// Elements C must hold (when passed as a buffer of its own).
+    pub c: usize,
+    /// Elements D must hold.
+    pub d: usize,
 }
 
 fn or(value: usize, default: usize) -> usize {
     if value == 0 { default } else { value }
 }
 
-/// 16-bit GEMM input types.
-pub trait GemmInput: TmaElement + DeviceRepr + ValidAsZeroBits + Copy + 'static {
+/// 16-bit GEMM input types: `bf16` and `f16`. Sealed: a kernel reads these bytes as its
+/// declared type, so the set is exactly the types warpforge has kernels for.
+///
+/// ```compile_fail,E0277
+/// // Every other supertrait is satisfied; only warpforge's private seal is missing.
+/// #[derive(Clone, Copy)]
+/// struct Mine(u16);
+/// // SAFETY: (doctest) a plain 16-bit value.
+/// unsafe impl cudarc::driver::DeviceRepr for Mine {}
+/// // SAFETY: (doctest) zero is a valid `Mine`.
+/// unsafe impl cudarc::driver::ValidAsZeroBits for Mine {}
+/// impl warpforge::host::TmaElement for Mine {
+///     const DATA_TYPE: cudarc::driver::sys::CUtensorMapDataType =
+///         cudarc::driver::sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+/// }
+/// impl warpforge::gemm::GemmInput for Mine {
+///     const NAME: &'static str = "bf16";
+/// }
+/// ```
+pub trait GemmInput: crate::sealed::Sealed + TmaElement + DeviceRepr + ValidAsZeroBits + Copy + 'static {
     /// Name in kernel entries.
     const NAME: &'static str;
 }
@@ -148,8 +246,23 @@ impl GemmInput for half::f16 {
     const NAME: &'static str = "f16";
 }
 
-/// GEMM output types.
-pub trait GemmOutput: TmaElement + DeviceRepr + Copy + 'static {
+/// GEMM output types: `bf16`, `f16` and `f32`. Sealed, as [`GemmInput`]:
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy)]
+/// struct Mine(u16);
+/// // SAFETY: (doctest) a plain 16-bit value.
+/// unsafe impl cudarc::driver::DeviceRepr for Mine {}
+/// impl warpforge::host::TmaElement for Mine {
+///     const DATA_TYPE: cudarc::driver::sys::CUtensorMapDataType =
+///         cudarc::driver::sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+/// }
+/// impl warpforge::gemm::GemmOutput for Mine {
+///     const NAME: &'static str = "f16";
+///     const TMA_STORE: bool = true;
+/// }
+/// ```
+pub trait GemmOutput: crate::sealed::Sealed + TmaElement + DeviceRepr + Copy + 'static {
     /// Name in kernel entries.
     const NAME: &'static str;
     /// Whether the kernel can write D of this type through a TMA store (16-bit types).
@@ -171,21 +284,36 @@ impl GemmOutput for f32 {
 /// Optional epilogue operands.
 pub struct Epilogue<'a, O> {
     /// C (required when `beta != 0`).
-    pub c: Option<CudaView<'a, O>>,
+    pub c: COperand<'a, O>,
     /// Per-column f32 bias of length N.
     pub bias: Option<CudaView<'a, f32>>,
 }
 
 impl<O> Default for Epilogue<'_, O> {
     fn default() -> Self {
-        Epilogue { c: None, bias: None }
+        Epilogue { c: COperand::None, bias: None }
     }
 }
 
-/// Span in elements that a (rows × cols, `ld`, layout) matrix batch occupies.
-fn span(layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize, batch: usize) -> u128 {
+/// Where the epilogue's C comes from. D is borrowed mutably by [`Warpforge::gemm`], so Rust
+/// cannot pass the same buffer as C too: `InPlace` says so instead.
+pub enum COperand<'a, O> {
+    /// No C (`beta` must be 0).
+    None,
+    /// A buffer of its own, read with `ldc` and C's batch stride.
+    Buffer(CudaView<'a, O>),
+    /// D itself: `D = act(alpha·A·B + beta·D + bias)`, no copy. C takes D's layout, so the
+    /// problem's `ldc` and C batch stride must be 0 or equal D's.
+    InPlace,
+}
+
+/// Span in elements that a (rows × cols, `ld`, layout) matrix batch occupies (`None` when it
+/// overflows `usize`); rows, cols and batch are ≥ 1.
+fn span(layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize, batch: usize) -> Option<usize> {
     let (outer, inner) = if layout == Layout::RowMajor { (rows, cols) } else { (cols, rows) };
-    (batch as u128 - 1) * stride as u128 + (outer as u128 - 1) * ld as u128 + inner as u128
+    let batches = (batch - 1).checked_mul(stride)?;
+    let rows = (outer - 1).checked_mul(ld)?;
+    batches.checked_add(rows)?.checked_add(inner)
 }
 
 /// The shape limits of every GEMM call (before any stride or buffer is looked at).
@@ -201,7 +329,8 @@ pub(crate) fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<()> {
 }
 
 impl Warpforge {
-    /// Runs `D = act(alpha·A·B + beta·C + bias)` on `stream`. See the module docs for layouts.
+    /// Runs `D = act(alpha·A·B + beta·C + bias)` on `stream`. See the module docs for layouts;
+    /// [`COperand::InPlace`] accumulates into D.
     pub fn gemm<I: GemmInput, O: GemmOutput>(
         &self,
         stream: &Arc<CudaStream>,
@@ -213,47 +342,56 @@ impl Warpforge {
     ) -> Result<()> {
         let p = problem;
         self.check_sm90("gemm")?;
-        check_shape(p)?;
-        let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
-        let [sa, sb, sc, sd] = p.strides();
-        let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
-        let b_inner = if p.b_layout == Layout::RowMajor { p.n } else { p.k };
-        check(lda >= a_inner, || format!("lda {lda} < {a_inner}"))?;
-        check(ldb >= b_inner, || format!("ldb {ldb} < {b_inner}"))?;
-        check(ldc >= p.n && ldd >= p.n, || format!("ldc {ldc} / ldd {ldd} < n {}", p.n))?;
-        let need_a = span(p.a_layout, p.m, p.k, lda, sa, p.batch);
-        let need_b = span(p.b_layout, p.k, p.n, ldb, sb, p.batch);
-        let need_d = span(Layout::RowMajor, p.m, p.n, ldd, sd, p.batch);
-        check(a.len() as u128 >= need_a, || format!("A holds {} elements, the problem reads {need_a}", a.len()))?;
-        check(b.len() as u128 >= need_b, || format!("B holds {} elements, the problem reads {need_b}", b.len()))?;
-        check(d.len() as u128 >= need_d, || format!("D holds {} elements, the problem writes {need_d}", d.len()))?;
-        if let Some(c) = &epilogue.c {
-            let need_c = span(Layout::RowMajor, p.m, p.n, ldc, sc, p.batch);
-            check(c.len() as u128 >= need_c, || format!("C holds {} elements, the problem reads {need_c}", c.len()))?;
-        } else {
-            check(p.beta == 0.0, || "beta != 0 needs C".into())?;
+        let e = p.check()?;
+        let mut owners = vec![&**a.stream(), &**b.stream(), &**d.stream()];
+        owners.extend(epilogue.bias.as_ref().map(|v| &**v.stream()));
+        if let COperand::Buffer(c) = &epilogue.c {
+            owners.push(&**c.stream());
+        }
+        self.module().check_context(stream, &owners)?;
+        check(a.len() >= e.a, || format!("A holds {} elements, the problem reads {}", a.len(), e.a))?;
+        check(b.len() >= e.b, || format!("B holds {} elements, the problem reads {}", b.len(), e.b))?;
+        check(d.len() >= e.d, || format!("D holds {} elements, the problem writes {}", d.len(), e.d))?;
+        match &epilogue.c {
+            COperand::None => check(p.beta == 0.0, || "beta != 0 needs C".into())?,
+            COperand::Buffer(c) => {
+                check(c.len() >= e.c, || format!("C holds {} elements, the problem reads {}", c.len(), e.c))?
+            }
+            COperand::InPlace => {
+                let same = (p.ldc == 0 || p.ldc == e.ldd) && (p.batch_strides[2] == 0 || e.strides[2] == e.strides[3]);
+                check(same, || format!("in place, C is D: ldc and C's batch stride must be 0 or D's ({p:?})"))?;
+            }
         }
         if let Some(bias) = &epilogue.bias {
             check(bias.len() >= p.n, || format!("bias holds {} elements, N is {}", bias.len(), p.n))?;
         }
-        check(p.alpha.is_finite() && p.beta.is_finite(), || "alpha and beta must be finite".into())?;
 
-        // Operands TMA can read in place, or K-major scratch copies.
-        let a_k_major = self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, lda, sa, p.batch)?;
-        let b_k_major = self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, ldb, sb, p.batch)?;
+        // Operands TMA can read in place, or K-major scratch copies; each holds its buffer's
+        // read guard until it drops, after the launch below.
+        let a_k_major =
+            self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, e.lda, e.strides[0], p.batch)?;
+        let b_k_major =
+            self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, e.ldb, e.strides[1], p.batch)?;
         let variant = Variant::choose(p, I::NAME, O::NAME, self.sm_count())?;
-        let c_access = epilogue.c.as_ref().map(|c| c.device_ptr(stream));
+        // C's and bias's read guards live to the end of this function, after the launch.
+        let c_access = match &epilogue.c {
+            COperand::Buffer(c) if p.beta != 0.0 => Some(c.device_ptr(stream)),
+            _ => None,
+        };
         let bias_access = epilogue.bias.as_ref().map(|v| v.device_ptr(stream));
+        let in_place = matches!(epilogue.c, COperand::InPlace) && p.beta != 0.0;
+        let (ldc, stride_c) = if in_place { (e.ldd, e.strides[3]) } else { (e.ldc, e.strides[2]) };
         let math = EpilogueMath {
-            c: if p.beta != 0.0 { c_access.as_ref().map_or(0, |(ptr, _)| *ptr) } else { 0 },
+            c: c_access.as_ref().map_or(0, |(ptr, _)| *ptr),
+            c_is_d: in_place,
             bias: bias_access.as_ref().map_or(0, |(ptr, _)| *ptr),
             ldc: ldc as u64,
-            stride_c: sc as u64,
+            stride_c: stride_c as u64,
             alpha: p.alpha,
             beta: p.beta,
             activation: p.activation,
         };
-        let out = OutputShape { cols: p.n, ld: ldd, batch_stride: sd };
+        let out = OutputShape { cols: p.n, ld: e.ldd, batch_stride: e.strides[3] };
         let launch = Sm90Launch { entry: variant.entry(I::NAME, O::NAME), variant, tile_cols: p.n, out, math };
         self.launch_sm90(stream, &launch, &a_k_major, &b_k_major, d)
     }
@@ -265,8 +403,8 @@ impl Warpforge {
         &self,
         stream: &Arc<CudaStream>,
         launch: &Sm90Launch,
-        a_k_major: &KMajor<I>,
-        b_k_major: &KMajor<I>,
+        a_k_major: &KMajor<'_, I>,
+        b_k_major: &KMajor<'_, I>,
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
         let out = launch.out;
@@ -276,16 +414,22 @@ impl Warpforge {
         let b_map = b_k_major.map(launch.variant.b_box_rows())?;
         let kernel = self.module().kernel(plan.entry)?;
         let cluster = launch.variant.pairs.then_some(PAIR);
-        let mut stream_k_cache = self.stream_k_cache().lock().map_err(|_| poisoned())?;
+        let mut stream_k_cache = self.stream_k_cache().lock()?;
         let mut stream_k = if plan.schedule == StreamKMode::DataParallel {
             None
         } else {
             Some(stream_k_cache.buffers(stream, plan.grid)?)
         };
-        let workspace_access = stream_k.as_mut().map(|b| b.device_ptr_mut(stream));
+        let ((workspace, workspace_access), (flags, flags_access)) = match stream_k.as_mut() {
+            Some(buffers) => {
+                let (workspace, flags) = buffers.device_ptr_mut(stream);
+                ((workspace.0, Some(workspace.1)), (flags.0, Some(flags.1)))
+            }
+            None => ((0, None), (0, None)),
+        };
 
         let d_len = d.len();
-        let (d_ptr, _d_access) = d.device_ptr_mut(stream);
+        let (d_ptr, d_access) = d.device_ptr_mut(stream);
         // D through TMA stores when its type and pitch allow; direct stores otherwise.
         let pitched = |elems: usize| (elems * std::mem::size_of::<O>()).is_multiple_of(16);
         // The row length in whole 16-byte chunks too: TMA stores clip the innermost edge per 16
@@ -310,11 +454,21 @@ impl Warpforge {
             warpforge_abi::TensorMap::ZEROED
         };
         let math = launch.math;
+        // In place, C is D. Sound because every element of D is read as C and then written by
+        // one thread of the one tile that owns it, and by nothing else: `gemm_epilogue::finish`
+        // loads C at (row, col) with a plain (coherent) load -- the shipped PTX has no
+        // `ld.global.nc` -- and the value stored at (row, col), directly or through the staging
+        // and a TMA store issued after the warpgroup barrier, depends on that load; tiles
+        // partition D (TMA store boxes are clipped to D's extent, rows padded to 16-byte
+        // pitches); and with stream-K only the `Finalize` (or `Whole`) unit of a tile runs the
+        // epilogue -- `Partial` units write the workspace, never D
+        // (`gemm_bf16_ws_persistent_sm90`, `parts::stream_k`).
+        let c = if math.c_is_d { d_ptr } else { math.c };
         let params = GemmParams {
             m: m as u32,
             n: out.cols as u32,
             d: d_ptr,
-            c: math.c,
+            c,
             bias: math.bias,
             ldd: out.ld as u64,
             ldc: math.ldc,
@@ -324,11 +478,14 @@ impl Warpforge {
             beta: math.beta,
             activation: math.activation as u32,
             d_tma: d_tma as u32,
-            workspace: workspace_access.as_ref().map_or(0, |((ptr, _), _)| *ptr),
-            flags: workspace_access.as_ref().map_or(0, |(_, (ptr, _))| *ptr),
+            workspace,
+            flags,
         };
         let mut args = KernelArgs::new();
         args.push(a_map).push(b_map).push(d_map).push(params).push(plan.tiles);
+        // D's and the stream-K buffers' guards drop with `args`, after the kernel is enqueued.
+        args.keep(d_access);
+        args.extend_guards(workspace_access.into_iter().chain(flags_access));
         let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
         if let Some(shape) = cluster {
             config = config.with_cluster(shape);
@@ -338,8 +495,7 @@ impl Warpforge {
         // (scratch copies are dropped stream-ordered); the caller checked D, C and bias against
         // the problem and holds their borrows; stream-K slots and zeroed flags cover the grid,
         // are this stream's alone, and the grid is resident, so every awaited CTA runs.
-        unsafe { kernel.launch(stream, &config, &mut args)? };
-        drop(workspace_access);
+        unsafe { kernel.launch(stream, &config, args)? };
         drop(stream_k_cache);
         Ok(())
     }
@@ -394,10 +550,30 @@ impl Warpforge {
     /// checks; buffers are not needed): which kernel, tile and schedule, on how many CTAs.
     pub fn gemm_plan<I: GemmInput, O: GemmOutput>(&self, problem: &GemmProblem) -> Result<GemmPlan> {
         self.check_sm90("gemm")?;
-        check_shape(problem)?;
+        problem.check()?;
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
         self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)
+    }
+
+    /// Allocates `stream`'s stream-K buffers for the largest grid any GEMM or SwiGLU call on
+    /// this device launches, so later calls on `stream` allocate none on their hot path (as
+    /// long as at most [`MAX_CACHED_STREAMS`] streams use them; the cache evicts beyond that).
+    /// Without it, the first stream-K call on a stream allocates them.
+    pub fn reserve_gemm_workspace(&self, stream: &Arc<CudaStream>) -> Result<()> {
+        self.check_sm90("reserve_gemm_workspace")?;
+        self.module().check_context(stream, &[])?;
+        // Every GEMM-body entry has the same block and shared memory, so the same persistent
+        // capacity; the stream-K grids never exceed it.
+        let kernel = self.module().kernel(entries::GEMM_BF16_BF16)?;
+        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
+        self.stream_k_cache().lock()?.buffers(stream, capacity.max(self.sm_count()))?;
+        Ok(())
+    }
+
+    /// Streams whose stream-K buffers are cached now (at most [`MAX_CACHED_STREAMS`]).
+    pub fn gemm_workspace_streams(&self) -> Result<usize> {
+        Ok(self.stream_k_cache().lock()?.len())
     }
 
     /// Refuses every GPU but Hopper (sm_90a), naming `what`.
@@ -415,27 +591,31 @@ impl Warpforge {
     /// buffer when TMA can read it (`k_major`, 16-byte pitch and batch stride, 16-byte base),
     /// otherwise a packed scratch copy made on the GPU.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn k_major_operand<T: GemmInput>(
+    pub(crate) fn k_major_operand<'a, T: GemmInput>(
         &self,
-        stream: &Arc<CudaStream>,
-        buf: &impl DevicePtr<T>,
+        stream: &'a Arc<CudaStream>,
+        buf: &'a impl DevicePtr<T>,
         k_major: bool,
         rows: usize,
         k: usize,
         ld: usize,
         stride: usize,
         batch: usize,
-    ) -> Result<KMajor<T>> {
-        let (ptr, _access) = buf.device_ptr(stream);
+    ) -> Result<KMajor<'a, T>> {
+        let (ptr, access) = buf.device_ptr(stream);
+        // `ld` and `stride` are at most MAX_PITCH (checked by the caller): no overflow.
         let pitched = |elems: usize| (elems * 2).is_multiple_of(16);
         if k_major && ptr.is_multiple_of(16) && pitched(ld) && (batch == 1 || pitched(stride)) {
-            let stride = if batch == 1 { ld * rows } else { stride };
-            return Ok(KMajor { ptr, len: buf.len(), rows, k, ld, stride, batch, _scratch: None });
+            let stride = if batch == 1 { ld.saturating_mul(rows) } else { stride };
+            let len = buf.len();
+            return Ok(KMajor { ptr, len, rows, k, ld, stride, batch, _source: Some(access), _scratch: None });
         }
         // Destination pitch: K rounded up to 8 elements (16 bytes), zero-padded.
+        let too_big = || Error::InvalidArgument(format!("a {batch} × {rows} × {k} operand copy overflows usize"));
         let dst_ld = k.div_ceil(8) * 8;
-        let dst_stride = dst_ld * rows;
-        let mut scratch = stream.alloc_zeros::<T>(dst_stride * batch)?;
+        let dst_stride = dst_ld.checked_mul(rows).ok_or_else(too_big)?;
+        let total = dst_stride.checked_mul(batch).ok_or_else(too_big)?;
+        let mut scratch = stream.alloc_zeros::<T>(total)?;
         let (src_row, src_col) = if k_major { (ld, 1) } else { (1, ld) };
         let (dst_ptr, dst_access) = scratch.device_ptr_mut(stream);
         let params = PackParams {
@@ -450,17 +630,17 @@ impl Warpforge {
             dst_ld: dst_ld as u64,
             dst_batch: dst_stride as u64,
         };
-        drop(dst_access);
         let kernel = self.module().kernel(entries::PACK_B16)?;
-        let total = (dst_stride * batch) as u64;
-        let blocks = total.div_ceil(256).clamp(1, 8 * self.sm_count() as u64) as u32;
+        let blocks = (total as u64).div_ceil(256).clamp(1, 8 * self.sm_count() as u64) as u32;
         let mut args = KernelArgs::new();
-        args.push(params);
+        // The source's read and the scratch's write guards drop after the pack is enqueued.
+        args.push(params).keep(access).keep(dst_access);
         // SAFETY: (PackParams) as declared; the source span was checked by the caller against
         // the buffer's length for this layout; the destination holds batch·dst_stride elements.
-        unsafe { kernel.launch(stream, &LaunchConfig::linear(blocks, 256), &mut args)? };
+        unsafe { kernel.launch(stream, &LaunchConfig::linear(blocks, 256), args)? };
         let (ptr, len) = (dst_ptr, scratch.len());
-        Ok(KMajor { ptr, len, rows, k, ld: dst_ld, stride: dst_stride, batch, _scratch: Some(scratch) })
+        let stride = dst_stride;
+        Ok(KMajor { ptr, len, rows, k, ld: dst_ld, stride, batch, _source: None, _scratch: Some(scratch) })
     }
 }
 
@@ -509,6 +689,8 @@ pub(crate) struct OutputShape {
 #[derive(Clone, Copy)]
 pub(crate) struct EpilogueMath {
     pub(crate) c: u64,
+    /// C is D (in place): the launch passes D's address as C.
+    pub(crate) c_is_d: bool,
     pub(crate) bias: u64,
     pub(crate) ldc: u64,
     pub(crate) stride_c: u64,
@@ -517,8 +699,9 @@ pub(crate) struct EpilogueMath {
     pub(crate) activation: Activation,
 }
 
-/// A K-major operand (rows × k per batch) at `ptr`, possibly owning its scratch buffer.
-pub(crate) struct KMajor<T> {
+/// A K-major operand (rows × k per batch) at `ptr`: the caller's buffer with its read guard
+/// (held until this drops, after the launch that reads it), or a scratch copy it owns.
+pub(crate) struct KMajor<'a, T> {
     ptr: u64,
     len: usize,
     rows: usize,
@@ -526,10 +709,11 @@ pub(crate) struct KMajor<T> {
     ld: usize,
     stride: usize,
     batch: usize,
+    _source: Option<SyncOnDrop<'a>>,
     _scratch: Option<CudaSlice<T>>,
 }
 
-impl<T: GemmInput> KMajor<T> {
+impl<T: GemmInput> KMajor<'_, T> {
     fn map(&self, box_rows: u32) -> Result<warpforge_abi::TensorMap> {
         let builder =
             TensorMapBuilder::<T>::new(&[self.k as u64, self.rows as u64, self.batch as u64], &[BLOCK_K, box_rows, 1])

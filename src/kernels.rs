@@ -1,7 +1,8 @@
 //! Typed entry points to warpforge's kernels: argument checks, grid choice, launch.
 //!
-//! Each method validates what the kernel's safety contract needs (lengths, same context)
-//! and then launches; the `unsafe` launch is justified right there against that contract.
+//! Each method validates what the kernel's safety contract needs (lengths, the stream's and
+//! every buffer's CUDA context) and then launches; the `unsafe` launch is justified right there
+//! against that contract.
 
 use std::sync::Arc;
 
@@ -24,8 +25,19 @@ const VISIT_THREADS: u32 = 128;
 /// Elements `silu_mul` moves per thread per step on its vector path (16 bytes of 16-bit data).
 const SILU_MUL_VECTOR: usize = 8;
 
-/// Element types `saxpy` supports (f32 arithmetic, storage in `Self`).
-pub trait SaxpyElement: cudarc::driver::DeviceRepr + Copy + 'static {
+/// Element types `saxpy` supports (f32 arithmetic, storage in `Self`): `f32`, `bf16`, `f16`.
+/// Sealed:
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy)]
+/// struct Mine(f32);
+/// // SAFETY: (doctest) a plain 32-bit value.
+/// unsafe impl cudarc::driver::DeviceRepr for Mine {}
+/// impl warpforge::kernels::SaxpyElement for Mine {
+///     const KERNEL: &'static str = "saxpy_f32";
+/// }
+/// ```
+pub trait SaxpyElement: crate::sealed::Sealed + cudarc::driver::DeviceRepr + Copy + 'static {
     /// Kernel entry for this dtype.
     const KERNEL: &'static str;
 }
@@ -86,6 +98,7 @@ impl Warpforge {
         x: &impl DevicePtr<T>,
         y: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
+        self.module.check_context(stream, &[x.stream(), y.stream()])?;
         let n = same_len("saxpy", &[x.len(), y.len()])?;
         if n == 0 {
             return Ok(());
@@ -96,7 +109,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
         // SAFETY: parameters are (n, a, x, y) as the kernel declares; x and y hold n elements
         // (checked above) and `y` is borrowed mutably, so it aliases nothing.
-        unsafe { kernel.launch(stream, &config, &mut args) }
+        unsafe { kernel.launch(stream, &config, args) }
     }
 
     /// `out[r][c] = silu(h[r][c]) · h[r][I + c]` with `I = intermediate`: `h` is `m × 2I`
@@ -113,6 +126,7 @@ impl Warpforge {
         h: &impl DevicePtr<T>,
         out: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
+        self.module.check_context(stream, &[h.stream(), out.stream()])?;
         if m == 0 || intermediate == 0 {
             return Err(Error::InvalidArgument(format!(
                 "silu_mul: m = {m} and intermediate = {intermediate} must be ≥ 1"
@@ -136,7 +150,7 @@ impl Warpforge {
         // SAFETY: parameters (m, intermediate, h, out) as the kernel declares; h holds at least
         // m·2·intermediate and out m·intermediate elements (checked above), and `out` is
         // borrowed mutably, so it overlaps nothing `h` reaches.
-        unsafe { kernel.launch(stream, &config, &mut args) }
+        unsafe { kernel.launch(stream, &config, args) }
     }
 
     /// `out = a + b`, element-wise f32.
@@ -147,6 +161,7 @@ impl Warpforge {
         b: &impl DevicePtr<f32>,
         out: &mut impl DevicePtrMut<f32>,
     ) -> Result<()> {
+        self.module.check_context(stream, &[a.stream(), b.stream(), out.stream()])?;
         let n = same_len("vector_add_f32", &[a.len(), b.len(), out.len()])?;
         if n == 0 {
             return Ok(());
@@ -157,12 +172,13 @@ impl Warpforge {
         let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
         // SAFETY: parameters (n, a, b, out) as declared; all three hold n elements; `out` is
         // borrowed mutably so it aliases neither input.
-        unsafe { kernel.launch(stream, &config, &mut args) }
+        unsafe { kernel.launch(stream, &config, args) }
     }
 
     /// Sum of `x`, reduced per block on the GPU (warp shuffles) and across blocks on the host
     /// in f64. Synchronises `stream`.
     pub fn sum_f32(&self, stream: &Arc<CudaStream>, x: &impl DevicePtr<f32>) -> Result<f64> {
+        self.module.check_context(stream, &[x.stream()])?;
         let n = x.len();
         if n == 0 {
             return Ok(0.0);
@@ -175,7 +191,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(blocks, BLOCK_SUM_THREADS);
         // SAFETY: parameters (n, x, partials) as declared; `x` holds n elements and
         // `partials` one f32 per block of the grid.
-        unsafe { kernel.launch(stream, &config, &mut args)? };
+        unsafe { kernel.launch(stream, &config, args)? };
         let host = stream.clone_dtoh(&partials).map_err(driver("cuMemcpyDtoH"))?;
         Ok(host.iter().map(|&v| v as f64).sum())
     }
@@ -189,6 +205,7 @@ impl Warpforge {
         tiles_m: u32,
         tiles_n: u32,
     ) -> Result<(GridPlan, Vec<TileVisit>)> {
+        self.module.check_context(stream, &[])?;
         let tiles = tiles_m as u64 * tiles_n as u64;
         if tiles == 0 || tiles > u32::MAX as u64 {
             return Err(Error::InvalidArgument(format!("tile grid {tiles_m}×{tiles_n} must hold 1..2^32 tiles")));
@@ -201,7 +218,7 @@ impl Warpforge {
         let config = LaunchConfig::linear(plan.blocks, VISIT_THREADS);
         // SAFETY: parameters (tiles_m, tiles_n, visits) as declared; `visits` holds one zeroed
         // 16-byte TileVisit per tile (4 u32 each).
-        unsafe { kernel.launch(stream, &config, &mut args)? };
+        unsafe { kernel.launch(stream, &config, args)? };
         let raw = stream.clone_dtoh(&visits).map_err(driver("cuMemcpyDtoH"))?;
         let records =
             raw.chunks_exact(4).map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] }).collect();

@@ -15,17 +15,29 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # The safe API's promise
+//!
+//! Any argument a caller can construct makes a safe call return `Ok` with a correct result or
+//! a typed [`Error`] (usually [`Error::InvalidArgument`]) — never a panic, a hang, a GPU fault or
+//! undefined behaviour. Sizes are validated with checked arithmetic before any launch
+//! ([`GemmProblem::check`], [`SwigluProblem::check`]: pure, CPU-testable); the element traits
+//! are sealed to the types the kernels are compiled for; streams and buffers of another CUDA
+//! context are refused; and the buffers' stream-ordering guards (cudarc's read/write events)
+//! are held until the kernel is enqueued, so other streams wait for it. The unsafe layer under
+//! it, [`host`]'s `Kernel::launch`, states what it cannot check as its `# Safety` contract.
+//!
 //! For a kernel author: the same runtime ([`host`]) launches kernels from your own `no_std`
 //! device crate, built by `warpforge-builder` from your build.rs (see `examples/custom-kernel`).
 
 pub mod gemm;
 pub mod kernels;
 pub mod ptx;
+mod sealed;
 pub mod swiglu;
 
-pub use gemm::{Clusters, Consumers, Epilogue, GemmPlan, GemmProblem, Layout, TileWidth};
+pub use gemm::{COperand, Clusters, Consumers, Epilogue, GemmExtents, GemmPlan, GemmProblem, Layout, TileWidth};
 pub use kernels::Warpforge;
-pub use swiglu::{SwigluProblem, interleave_gate_up};
+pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge_abi as abi;
 pub use warpforge_abi::Activation;
 pub use warpforge_host as host;

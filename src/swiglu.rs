@@ -32,7 +32,31 @@ pub const GATE_UP_BLOCK: usize = 8;
 /// 15–55 % ahead of narrow tiles; the plain GEMM's rules (fitted to M ≥ 128) picked those.
 const DECODE_ROWS: usize = 64;
 
-/// Element types of the fused kernel: bf16 or f16 activations, weights and output.
+/// Element types of the fused kernel: bf16 or f16 activations, weights and output. Sealed
+/// through [`GemmInput`]: an outside type can implement neither.
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy)]
+/// struct Mine(u16);
+/// // SAFETY: (doctest) a plain 16-bit value.
+/// unsafe impl cudarc::driver::DeviceRepr for Mine {}
+/// // SAFETY: (doctest) zero is a valid `Mine`.
+/// unsafe impl cudarc::driver::ValidAsZeroBits for Mine {}
+/// impl warpforge::host::TmaElement for Mine {
+///     const DATA_TYPE: cudarc::driver::sys::CUtensorMapDataType =
+///         cudarc::driver::sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+/// }
+/// impl warpforge::gemm::GemmInput for Mine {
+///     const NAME: &'static str = "bf16";
+/// }
+/// impl warpforge::gemm::GemmOutput for Mine {
+///     const NAME: &'static str = "bf16";
+///     const TMA_STORE: bool = true;
+/// }
+/// impl warpforge::swiglu::SwigluElement for Mine {
+///     const SWIGLU_ENTRIES: [&'static str; 3] = ["a", "b", "c"];
+/// }
+/// ```
 pub trait SwigluElement: GemmInput + crate::gemm::GemmOutput {
     /// The fused kernel's entries for this type: cooperative, ping-pong, narrow.
     const SWIGLU_ENTRIES: [&'static str; 3];
@@ -87,6 +111,40 @@ impl SwigluProblem {
     pub fn gate_up_rows(&self) -> usize {
         self.intermediate.div_ceil(GATE_UP_BLOCK).saturating_mul(2 * GATE_UP_BLOCK)
     }
+
+    /// Checks the problem on its own (no GPU, no buffers): the shape limits and, with checked
+    /// arithmetic, the elements each buffer must hold. Any field values give `Ok` or
+    /// [`Error::InvalidArgument`], never a panic. [`Warpforge::swiglu`] runs this first.
+    pub fn check(&self) -> Result<SwigluExtents> {
+        let p = self;
+        check(p.m >= 1 && p.hidden >= 1 && p.intermediate >= 1, || format!("empty problem {p:?}"))?;
+        check(p.m < 1 << 31 && p.hidden < 1 << 31 && p.intermediate < 1 << 30, || {
+            "m and hidden must be < 2^31, intermediate < 2^30".into()
+        })?;
+        let overflow = || Error::InvalidArgument(format!("the buffers of {p:?} overflow usize"));
+        let product = |a: usize, b: usize| a.checked_mul(b).ok_or_else(overflow);
+        let rows = p.gate_up_rows();
+        Ok(SwigluExtents {
+            gate_up_rows: rows,
+            x: product(p.m, p.hidden)?,
+            w_gate_up: product(rows, p.hidden)?,
+            out: product(p.m, p.intermediate)?,
+        })
+    }
+}
+
+/// What a valid [`SwigluProblem`] touches ([`SwigluProblem::check`]): the rows of the
+/// interleaved weight and the elements each buffer must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SwigluExtents {
+    /// Rows of the interleaved gate-up weight.
+    pub gate_up_rows: usize,
+    /// Elements of x.
+    pub x: usize,
+    /// Elements of the interleaved weight.
+    pub w_gate_up: usize,
+    /// Elements of the output.
+    pub out: usize,
 }
 
 /// Interleaves `gate` and `up` (each `intermediate × hidden`, row-major) into the gate-up weight
@@ -142,19 +200,19 @@ impl Warpforge {
     ) -> Result<()> {
         let p = problem;
         let launch = swiglu_launch::<T>(self, p)?;
+        let e = p.check()?;
+        let owners = [&**x.stream(), &**w_gate_up.stream(), &**out.stream()];
+        self.module().check_context(stream, &owners)?;
         let rows = launch.tile_cols;
-        let (need_x, need_w, need_out) =
-            (p.m as u128 * p.hidden as u128, rows as u128 * p.hidden as u128, p.m as u128 * p.intermediate as u128);
-        check(x.len() as u128 >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
-        check(w_gate_up.len() as u128 >= need_w, || {
+        let (need_x, need_w, need_out) = (e.x, e.w_gate_up, e.out);
+        check(x.len() >= need_x, || format!("x holds {} elements, the problem reads {need_x}", x.len()))?;
+        check(w_gate_up.len() >= need_w, || {
             format!(
                 "w_gate_up holds {} elements, the problem reads {need_w} ({rows} interleaved rows)",
                 w_gate_up.len()
             )
         })?;
-        check(out.len() as u128 >= need_out, || {
-            format!("out holds {} elements, the problem writes {need_out}", out.len())
-        })?;
+        check(out.len() >= need_out, || format!("out holds {} elements, the problem writes {need_out}", out.len()))?;
         let x_k_major = self.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
         let w_k_major = self.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
         self.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
@@ -178,11 +236,8 @@ fn swiglu_plan<T: SwigluElement>(wf: &Warpforge, problem: &SwigluProblem) -> Res
 /// entries, no clusters.
 fn swiglu_launch<T: SwigluElement>(wf: &Warpforge, p: &SwigluProblem) -> Result<Sm90Launch> {
     wf.check_sm90("swiglu")?;
-    check(p.m >= 1 && p.hidden >= 1 && p.intermediate >= 1, || format!("empty problem {p:?}"))?;
-    check(p.m < 1 << 31 && p.hidden < 1 << 31 && p.intermediate < 1 << 30, || {
-        "m and hidden must be < 2^31, intermediate < 2^30".into()
-    })?;
-    let rows = p.gate_up_rows();
+    let extents = p.check()?;
+    let rows = extents.gate_up_rows;
     let mut tiles_of = GemmProblem::new(p.m, rows, p.hidden);
     (tiles_of.consumers, tiles_of.tile_width, tiles_of.clusters) = (p.consumers, p.tile_width, Clusters::Off);
     if p.consumers == Consumers::Auto && p.tile_width != TileWidth::Narrow && p.m <= DECODE_ROWS {
@@ -190,8 +245,17 @@ fn swiglu_launch<T: SwigluElement>(wf: &Warpforge, p: &SwigluProblem) -> Result<
     }
     let name = <T as GemmInput>::NAME;
     let variant = Variant::choose(&tiles_of, name, name, wf.sm_count())?;
-    let math = EpilogueMath { c: 0, bias: 0, ldc: 0, stride_c: 0, alpha: 1.0, beta: 0.0, activation: Activation::None };
-    let shape = OutputShape { cols: p.intermediate, ld: p.intermediate, batch_stride: p.m * p.intermediate };
+    let math = EpilogueMath {
+        c: 0,
+        c_is_d: false,
+        bias: 0,
+        ldc: 0,
+        stride_c: 0,
+        alpha: 1.0,
+        beta: 0.0,
+        activation: Activation::None,
+    };
+    let shape = OutputShape { cols: p.intermediate, ld: p.intermediate, batch_stride: extents.out };
     let entry = T::swiglu_entry(variant.pingpong, variant.narrow);
     Ok(Sm90Launch { entry, variant, tile_cols: rows, out: shape, math })
 }

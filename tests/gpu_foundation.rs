@@ -141,23 +141,26 @@ fn launches_that_break_the_contract_are_refused_before_the_driver() {
     let kernel = wf.module().kernel(entries::BLOCK_SUM_F32).unwrap();
     let x = stream.clone_htod(&[1.0f32; 64]).unwrap();
     let mut partials = stream.alloc_zeros::<f32>(1).unwrap();
-    let mut args = KernelArgs::new();
-    args.push(64u64).push_buffer(&x, stream).push_buffer_mut(&mut partials, stream);
-    let refused = |cfg: LaunchConfig, args: &mut KernelArgs| {
+    let refused = |cfg: LaunchConfig, args: KernelArgs| {
         // SAFETY: the launch is refused before any driver call (asserted below).
         match unsafe { kernel.launch(stream, &cfg, args) } {
             Err(Error::LaunchContract { reason, .. }) => reason,
             other => panic!("expected a refused launch, got {other:?}"),
         }
     };
-    assert!(refused(LaunchConfig::linear(1, 128), &mut args).contains(".reqntid"));
-    assert!(refused(LaunchConfig::linear(1, 256).with_dynamic_smem(10 << 20), &mut args).contains("shared memory"));
-    assert!(
-        refused(LaunchConfig::linear(3, 256).with_cluster([2, 1, 1]), &mut args).contains("multiple of the cluster")
-    );
+    let too_large = [
+        (LaunchConfig::linear(1, 128), ".reqntid"),
+        (LaunchConfig::linear(1, 256).with_dynamic_smem(10 << 20), "shared memory"),
+        (LaunchConfig::linear(3, 256).with_cluster([2, 1, 1]), "multiple of the cluster"),
+    ];
+    for (cfg, reason) in too_large {
+        let mut args = KernelArgs::new();
+        args.push(64u64).push_buffer(&x, stream).push_buffer_mut(&mut partials, stream);
+        assert!(refused(cfg, args).contains(reason));
+    }
     let mut short = KernelArgs::new();
     short.push(64u64);
-    assert!(refused(LaunchConfig::linear(1, 256), &mut short).contains("arguments"));
+    assert!(refused(LaunchConfig::linear(1, 256), short).contains("arguments"));
     assert!(matches!(wf.module().kernel("no_such_kernel"), Err(Error::UnknownKernel(_))));
     let y = stream.alloc_zeros::<f32>(3).unwrap();
     let mut z = stream.alloc_zeros::<f32>(4).unwrap();

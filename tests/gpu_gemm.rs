@@ -16,7 +16,7 @@ use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::gemm::{GemmInput, GemmOutput};
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Activation, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
+use warpforge::{Activation, COperand, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
 use crate::common::{EPS_F32, Element, gpu, mix, random_f32};
 
@@ -232,7 +232,8 @@ fn run_case<I: GemmInput + Element, O: GemmOutput + Element>(case: &Case) {
     let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
     let (dc, dbias) = (stream.clone_htod(&c).unwrap(), stream.clone_htod(&bias).unwrap());
     let mut dd = stream.clone_htod(&vec![O::NAN; g.len[D]]).unwrap();
-    let epilogue = Epilogue { c: case.with_c.then(|| dc.as_view()), bias: case.with_bias.then(|| dbias.as_view()) };
+    let c_operand = if case.with_c { COperand::Buffer(dc.as_view()) } else { COperand::None };
+    let epilogue = Epilogue { c: c_operand, bias: case.with_bias.then(|| dbias.as_view()) };
     if let Err(e) = wf.gemm::<I, O>(stream, &g.problem, &da, &db, epilogue, &mut dd) {
         panic!("{case:?}: gemm failed: {e}");
     }
@@ -690,11 +691,11 @@ fn gemm_rejects_invalid_arguments_without_launching() {
     let mut d_short = d.slice_mut(short(m * n));
     expect_invalid("D one short", wf.gemm::<bf16, f32>(stream, &base, &a, &b, Epilogue::default(), &mut d_short));
     let with_c = with(&|p| p.beta = 0.5);
-    let c_short = Epilogue { c: Some(c.slice(short(m * n))), bias: None };
+    let c_short = Epilogue { c: COperand::Buffer(c.slice(short(m * n))), bias: None };
     expect_invalid("C one short", wf.gemm(stream, &with_c, &a, &b, c_short, &mut d));
-    let ldc_small = Epilogue { c: Some(c.as_view()), bias: None };
+    let ldc_small = Epilogue { c: COperand::Buffer(c.as_view()), bias: None };
     expect_invalid("ldc < N", wf.gemm(stream, &with(&|p| (p.beta, p.ldc) = (0.5, n - 1)), &a, &b, ldc_small, &mut d));
-    let bias_short = Epilogue { c: None, bias: Some(bias.slice(short(n))) };
+    let bias_short = Epilogue { c: COperand::None, bias: Some(bias.slice(short(n))) };
     expect_invalid("bias one short", wf.gemm(stream, &base, &a, &b, bias_short, &mut d));
 
     // A combination that no entry runs, with types that have both variants.

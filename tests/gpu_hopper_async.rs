@@ -153,16 +153,16 @@ fn run_tma_load(k: LoadKernel, m: &Matrix, x: i32, y: i32) -> Vec<u16> {
     let stream = device.stream();
     let kernel = crate::common::checks().kernel(k.entry).unwrap();
     let src = stream.clone_htod(&m.data).unwrap();
-    let map = m.map(BOX_ROWS, k.box_cols, k.swizzle).encode(&src, stream).unwrap();
+    let (map, src_read) = m.map(BOX_ROWS, k.box_cols, k.swizzle).encode(&src, stream).unwrap();
     let mut out = poisoned((BOX_ROWS * k.box_cols / 2) as usize);
     let mut args = KernelArgs::new();
-    args.push(map).push(x).push(y).push_buffer_mut(&mut out, stream);
+    args.push(map).keep(src_read).push(x).push(y).push_buffer_mut(&mut out, stream);
     let cfg = LaunchConfig::linear(1, WARPGROUP_THREADS).with_dynamic_smem(TMA_CHECK_SMEM_BYTES);
     // SAFETY: the kernel's contract: (map: 128-B grid-constant TensorMap over `src` with a bf16
     // box of `box_cols × 64` and this swizzle, x: i32, y: i32, out: ROWS · COLS · 2 bytes), one
     // block of 128 threads with TMA_CHECK_SMEM_BYTES ≥ tile + alignment + barrier. `src` and
     // `out` live until the synchronising copy below.
-    unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+    unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
     let got = halves(&stream.clone_dtoh(&out).unwrap());
     drop(src);
     got
@@ -253,16 +253,16 @@ proptest! {
         let src = Matrix::random(seed, rows, cols, pad);
         let old = Matrix::random(seed ^ 0x5eed, rows, cols, pad);
         let dsrc = stream.clone_htod(&src.data).unwrap();
-        let ddst = stream.clone_htod(&old.data).unwrap();
-        let src_map = src.map(BOX_ROWS, 64, Swizzle::B128).encode(&dsrc, stream).unwrap();
-        let dst_map = old.map(BOX_ROWS, 64, Swizzle::B128).encode(&ddst, stream).unwrap();
+        let mut ddst = stream.clone_htod(&old.data).unwrap();
+        let (src_map, src_read) = src.map(BOX_ROWS, 64, Swizzle::B128).encode(&dsrc, stream).unwrap();
+        let (dst_map, dst_write) = old.map(BOX_ROWS, 64, Swizzle::B128).encode_mut(&mut ddst, stream).unwrap();
         let mut args = KernelArgs::new();
-        args.push(src_map).push(dst_map).push(x).push(y).push(u32::from(reduce));
+        args.push(src_map).keep(src_read).push(dst_map).keep(dst_write).push(x).push(y).push(u32::from(reduce));
         let cfg = LaunchConfig::linear(1, WARPGROUP_THREADS).with_dynamic_smem(TMA_CHECK_SMEM_BYTES);
         // SAFETY: the kernel's contract: (src_map, dst_map: grid-constant bf16 maps of one
         // shape, box 64 × 64, SWIZZLE_128B, x: i32, y: i32, reduce: u32), one block of 128
         // threads, TMA_CHECK_SMEM_BYTES. Both maps' buffers live until the copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
         let got = stream.clone_dtoh(&ddst).unwrap();
         drop(dsrc);
         let in_box = |r: i64, c: i64| (y as i64..y as i64 + 64).contains(&r) && (x as i64..x as i64 + 64).contains(&c);
@@ -294,19 +294,19 @@ proptest! {
         let kernel = crate::common::checks().kernel("tma_multicast_sm90a").unwrap();
         let m = Matrix::random(seed, rows, cols, pad);
         let src = stream.clone_htod(&m.data).unwrap();
-        let map = m.map(BOX_ROWS / 2, 64, Swizzle::B128).encode(&src, stream).unwrap();
+        let (map, src_read) = m.map(BOX_ROWS / 2, 64, Swizzle::B128).encode(&src, stream).unwrap();
         let blocks = 2 * clusters;
         let words_per_block = (BOX_ROWS * 64 / 2) as usize;
         let mut out = poisoned(blocks as usize * words_per_block);
         let mut args = KernelArgs::new();
-        args.push(map).push(x).push(y).push_buffer_mut(&mut out, stream);
+        args.push(map).keep(src_read).push(x).push(y).push_buffer_mut(&mut out, stream);
         let cfg = LaunchConfig::linear(blocks, WARPGROUP_THREADS)
             .with_dynamic_smem(TMA_CHECK_SMEM_BYTES)
             .with_cluster([2, 1, 1]);
         // SAFETY: the kernel's contract: (map: grid-constant bf16 map, box 64 × 32, SWIZZLE_128B,
         // x, y: i32, out: blocks · 8192 bytes), 2k blocks of 128 threads in (2, 1, 1) clusters,
         // TMA_CHECK_SMEM_BYTES. `src` and `out` live until the copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
         let got = stream.clone_dtoh(&out).unwrap();
         drop(src);
         let want = swizzled_box_model(&m, x, y, BOX_ROWS, 64, Swizzle::B128);
@@ -378,7 +378,7 @@ proptest! {
         // SAFETY: the kernel's contract: (out: blocks · 256 u32), 2k blocks of 128 threads in
         // (2, 1, 1) clusters, ≥ 2 KiB dynamic smem (128 slots + a barrier). `out` lives until
         // the copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
         let got = stream.clone_dtoh(&out).unwrap();
         let per_block = 2 * WARPGROUP_THREADS as usize;
         compare(&got, &dsmem_exchange_model(blocks), |i| {
@@ -404,7 +404,7 @@ proptest! {
         // SAFETY: the kernel's contract: (iters: u32, out: blocks · 128 u32), `blocks` blocks of
         // 256 threads (producer + consumer warpgroup), ≥ 1 KiB dynamic smem (8 barriers + 4
         // slots of 128 B). `out` lives until the copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
         let got = stream.clone_dtoh(&out).unwrap();
         let want: Vec<u32> = (0..blocks * WARPGROUP_THREADS).map(|i| pipeline_checksum(iters, i % 128)).collect();
         compare(&got, &want, |i| format!("{iters} laps: block {}, consumer thread {}", i / 128, i % 128))?;
@@ -437,22 +437,21 @@ proptest! {
         let a = to_bf16(random_f32(seed, WGMMA_M * k, scale)); // (M, K)
         let b = to_bf16(random_f32(seed ^ 0xb, WGMMA_N * k, scale)); // (N, K)
         let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
-        let map = |rows: usize, d: &CudaSlice<bf16>| {
+        let map = |rows: usize| {
             TensorMapBuilder::<bf16>::row_major_2d(rows as u64, k as u64, k as u64, rows as u32, WGMMA_K as u32)
                 .swizzle(Swizzle::B128)
-                .encode(d, stream)
-                .unwrap()
         };
-        let (a_map, b_map) = (map(WGMMA_M, &da), map(WGMMA_N, &db));
+        let (a_map, a_read) = map(WGMMA_M).encode(&da, stream).unwrap();
+        let (b_map, b_read) = map(WGMMA_N).encode(&db, stream).unwrap();
         let mut d = stream.clone_htod(&vec![f32::NAN; WGMMA_M * WGMMA_N]).unwrap();
         let mut args = KernelArgs::new();
-        args.push(a_map).push(b_map).push(k_tiles as u32).push_buffer_mut(&mut d, stream);
+        args.push(a_map).keep(a_read).push(b_map).keep(b_read).push(k_tiles as u32).push_buffer_mut(&mut d, stream);
         let cfg = LaunchConfig::linear(1, 2 * WARPGROUP_THREADS).with_dynamic_smem(GEMM_CHECK_SMEM_BYTES);
         // SAFETY: the kernel's contract: (a_map: bf16 [64][K] box 64 × 64, b_map: bf16 [128][K]
         // box 64 × 128, both SWIZZLE_128B grid-constant maps; k_tiles = K / 64; d: 64 × 128 f32),
         // one block of 256 threads (producer + consumer warpgroup), GEMM_CHECK_SMEM_BYTES (the
         // launch opts into > 48 KiB). The buffers live until the copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
         let got = stream.clone_dtoh(&d).unwrap();
         drop((da, db));
         let (want, abs) = matmul_abt_f64(&a, &b, WGMMA_M, WGMMA_N, k);

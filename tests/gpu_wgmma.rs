@@ -203,10 +203,14 @@ fn map_of<T: TmaElement + DeviceRepr + 'static>(
     let stream = device.stream();
     let buffer = stream.clone_htod(&data).unwrap();
     let (o, i) = (outer as u64, inner as u64);
-    let map = TensorMapBuilder::<T>::row_major_2d(o, i, i, outer as u32, box_inner as u32)
+    let (map, read) = TensorMapBuilder::<T>::row_major_2d(o, i, i, outer as u32, box_inner as u32)
         .swizzle(Swizzle::B128)
         .encode(&buffer, stream)
         .unwrap();
+    // The map outlives this function but its guard cannot (it borrows `buffer`, which moves
+    // into the box): recording the read event now is exact here because these tests use only
+    // the device's default stream, where cudarc records no events (single-stream mode).
+    drop(read);
     (map, Box::new(buffer))
 }
 
@@ -246,24 +250,24 @@ fn check(c: &Case, seed: u64, scale: f32) -> Result<(), TestCaseError> {
     let b = Operand::random(c.b, seed ^ 0xb, c.n, k, scale);
     let (a_map, a_buf) = a.upload(c.a, M, k, c.a_major);
     let (b_map, b_buf) = b.upload(c.b, c.n, k, c.b_major);
+    let mut d32 = stream.clone_htod(&vec![f32::NAN; M * c.n]).unwrap();
+    let mut d16 = stream.clone_htod(&vec![f16::NAN.to_bits(); M * c.n]).unwrap();
     let mut args = KernelArgs::new();
     args.push(a_map).push(b_map);
     let cfg = LaunchConfig::linear(1, THREADS).with_dynamic_smem(WGMMA_TILE_SMEM_BYTES);
     let got: Vec<f64> = if c.acc == Acc::F32 {
-        let mut d = stream.clone_htod(&vec![f32::NAN; M * c.n]).unwrap();
-        args.push_buffer_mut(&mut d, stream);
+        args.push_buffer_mut(&mut d32, stream);
         // SAFETY: the module's launch contract: (a_map, b_map: grid-constant maps under
         // SWIZZLE_128B with the boxes of its layout list, built by `upload` for this entry's
         // majors; d: 64 × N f32), one block of 128 threads, WGMMA_TILE_SMEM_BYTES. The operand
         // buffers live until the synchronising copy below.
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
-        stream.clone_dtoh(&d).unwrap().into_iter().map(f64::from).collect()
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
+        stream.clone_dtoh(&d32).unwrap().into_iter().map(f64::from).collect()
     } else {
-        let mut d = stream.clone_htod(&vec![f16::NAN.to_bits(); M * c.n]).unwrap();
-        args.push_buffer_mut(&mut d, stream);
+        args.push_buffer_mut(&mut d16, stream);
         // SAFETY: as above, with d: 64 × N f16 (the u32 pair words of the module doc).
-        unsafe { kernel.launch(stream, &cfg, &mut args) }.unwrap();
-        stream.clone_dtoh(&d).unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
+        unsafe { kernel.launch(stream, &cfg, args) }.unwrap();
+        stream.clone_dtoh(&d16).unwrap().into_iter().map(|h| f16::from_bits(h).to_f64()).collect()
     };
     drop((a_buf, b_buf));
     let (want, abs) = reference(&a.values, &b.values, c.n, k);

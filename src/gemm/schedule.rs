@@ -1,80 +1,14 @@
 //! The GEMM body's tile schedule on the host: which schedule a launch runs (`GemmSchedule`,
-//! from `logic::schedule::heuristic`), the `TilePlan` the kernel follows, and the per-stream
-//! stream-K buffers (partial-tile slots and flags) those schedules need.
+//! from `logic::schedule::heuristic`) and the `TilePlan` the kernel follows (the stream-K
+//! buffers those schedules need are `workspace`'s).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, SyncOnDrop};
 use warpforge_abi::TilePlan;
-use warpforge_abi::gemm_sm90::{FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS};
 use warpforge_host::{Error, Result};
 use warpforge_logic::schedule::heuristic::{
     STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
 };
 use warpforge_logic::schedule::stream_k::{StreamKMode, StreamKScheduler};
 use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
-
-pub(super) fn poisoned() -> Error {
-    Error::InvalidArgument("a thread panicked while holding warpforge's stream-K workspace cache".into())
-}
-
-/// Stream-K buffers of one stream: a partial-tile slot and flags for `ctas` CTAs.
-pub(super) struct StreamKBuffers {
-    slots: CudaSlice<f32>,
-    flags: CudaSlice<u32>,
-    ctas: u32,
-}
-
-impl StreamKBuffers {
-    /// Device pointers to both buffers, with their stream-ordering guards.
-    pub(super) fn device_ptr_mut<'a>(
-        &'a mut self,
-        stream: &'a Arc<CudaStream>,
-    ) -> ((u64, SyncOnDrop<'a>), (u64, SyncOnDrop<'a>)) {
-        (self.slots.device_ptr_mut(stream), self.flags.device_ptr_mut(stream))
-    }
-}
-
-/// The stream-K buffers of every stream that ran a stream-K GEMM, kept for the next call:
-/// launches on one stream are ordered, so they can share one set, and the kernel leaves the
-/// flags zero, so nothing is cleared between calls. Streams never share a set.
-#[derive(Clone, Default)]
-pub(crate) struct StreamKCache(Arc<Mutex<StreamKSets>>);
-
-/// Buffers by stream handle.
-#[derive(Default)]
-pub(crate) struct StreamKSets(HashMap<usize, StreamKBuffers>);
-
-impl StreamKCache {
-    pub(crate) fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, StreamKSets>> {
-        self.0.lock()
-    }
-}
-
-impl std::fmt::Debug for StreamKCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let streams = self.0.lock().map_or(0, |sets| sets.0.len());
-        write!(f, "StreamKCache {{ streams: {streams} }}")
-    }
-}
-
-impl StreamKSets {
-    /// `stream`'s buffers, (re)allocated when missing or smaller than `ctas` CTAs need. The
-    /// cached buffers hold a reference to their stream, so its handle cannot be reused by a
-    /// new stream while the entry exists.
-    pub(super) fn buffers(&mut self, stream: &Arc<CudaStream>, ctas: u32) -> Result<&mut StreamKBuffers> {
-        let key = stream.cu_stream() as usize;
-        if self.0.get(&key).is_none_or(|b| b.ctas < ctas) {
-            // SAFETY: the kernel writes every slot element before any read of it (a partial is
-            // published before its flag is raised); f32 has no invalid bit patterns.
-            let slots = unsafe { stream.alloc::<f32>(ctas as usize * PARTIAL_SLOT_FLOATS as usize)? };
-            let flags = stream.alloc_zeros::<u32>(ctas as usize * FLAGS_PER_CTA as usize)?;
-            self.0.insert(key, StreamKBuffers { slots, flags, ctas });
-        }
-        Ok(self.0.get_mut(&key).expect("inserted above"))
-    }
-}
 
 /// The tile schedule of one launch: its mode, grid and band width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -59,24 +59,25 @@ pub fn check(device: &Device, module: &Module, shape: Shape) -> std::result::Res
     let map = |rows: usize, box_rows: u32| {
         TensorMapBuilder::<bf16>::new(&[k as u64, rows as u64, 1], &[BLOCK_K, box_rows, 1]).swizzle(Swizzle::B128)
     };
-    let a_map = map(m, A_BOX_ROWS).encode(&d_a, stream)?;
-    let b_map = map(n, BLOCK_N).encode(&d_b, stream)?;
+    let (a_map, a_read) = map(m, A_BOX_ROWS).encode(&d_a, stream)?;
+    let (b_map, b_read) = map(n, BLOCK_N).encode(&d_b, stream)?;
 
     let kernel = module.kernel(ENTRY)?;
     let tiles = (m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize)) as u64;
     let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles)?;
     {
-        let (d_ptr, _d_access) = d_d.device_ptr_mut(stream);
+        let (d_ptr, d_write) = d_d.device_ptr_mut(stream);
         let params = GemmRelu2Params { d: d_ptr, m: m as u32, n: n as u32, k: k as u32, ldd: n as u32 };
+        // The launch holds every buffer's stream-ordering guard until the kernel is enqueued.
         let mut args = KernelArgs::new();
-        args.push(a_map).push(b_map).push(params);
+        args.push(a_map).keep(a_read).push(b_map).keep(b_read).push(params).keep(d_write);
         let config = LaunchConfig::linear(plan.blocks, THREADS).with_dynamic_smem(SMEM_BYTES);
         // SAFETY: 1. (a_map, b_map, params) as the kernel declares them (`GemmRelu2Params` is
         // the same source file on both sides). 2. The maps cover `d_a` and `d_b` (M × K and
         // N × K, checked by the encoder) with the kernel's boxes and swizzle; `d_d` holds M × N
         // elements at pitch N; all three live until the synchronising copy below. 3. Nothing
         // else touches `d_d` meanwhile.
-        unsafe { kernel.launch(stream, &config, &mut args)? };
+        unsafe { kernel.launch(stream, &config, args)? };
     }
     let got = stream.clone_dtoh(&d_d)?;
     Ok(worst_error(&a, &b, &got, shape))

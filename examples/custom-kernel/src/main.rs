@@ -74,7 +74,7 @@ fn check_histogram(device: &Device, module: &Module) -> Result<(), Box<dyn std::
     args.push(n as u64).push_buffer(&d_bytes, stream).push_buffer_mut(&mut d_hist, stream);
     // SAFETY: (n, bytes, hist) as the kernel declares; `d_bytes` holds n bytes and `d_hist`
     // 256 zeroed counters that nothing else touches during the launch.
-    unsafe { kernel.launch(stream, &LaunchConfig::linear(plan.blocks, 256), &mut args)? };
+    unsafe { kernel.launch(stream, &LaunchConfig::linear(plan.blocks, 256), args)? };
     let got = stream.clone_dtoh(&d_hist)?;
     let ok = got == want;
     println!(

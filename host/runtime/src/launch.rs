@@ -9,8 +9,10 @@
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
+use std::sync::Arc;
+
 use cudarc::driver::sys;
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
 use crate::error::{DriverContext, Error, Result};
 use crate::module::Kernel;
@@ -62,13 +64,39 @@ impl LaunchConfig {
 #[derive(Clone, Copy)]
 struct ParamSlot([u8; 128]);
 
-/// Kernel parameters in declaration order, copied into stable storage for the driver.
+/// Kernel parameters in declaration order, copied into stable storage for the driver, and the
+/// stream-ordering guards of the buffers they address.
+///
+/// cudarc orders work on several streams with a read and a write event per buffer: taking a
+/// buffer's address ([`DevicePtr::device_ptr`]) makes the stream wait for the buffer's earlier
+/// writers, and dropping the returned [`SyncOnDrop`] guard records the event that later users
+/// of the buffer on other streams wait for. The guard must therefore drop *after* the kernel is
+/// enqueued, or the event marks only the work before it. `KernelArgs<'a>` keeps every guard of
+/// [`push_buffer`](Self::push_buffer) / [`push_buffer_mut`](Self::push_buffer_mut) (and any
+/// given to [`keep`](Self::keep)) until it is dropped; [`Kernel::launch`] consumes it and drops
+/// it after the enqueue. The lifetime also keeps the buffers borrowed while the arguments exist:
+///
+/// ```compile_fail,E0597
+/// # fn demo(stream: &std::sync::Arc<cudarc::driver::CudaStream>) -> Result<(), Box<dyn std::error::Error>> {
+/// let mut args = warpforge_host::KernelArgs::new();
+/// {
+///     let x = stream.alloc_zeros::<f32>(16)?;
+///     args.push_buffer(&x, stream); // x is dropped while `args` still holds its guard
+/// }
+/// args.push(16u64);
+/// # Ok(()) }
+/// ```
 #[derive(Default)]
-pub struct KernelArgs {
+pub struct KernelArgs<'a> {
     slots: Vec<ParamSlot>,
+    guards: Vec<SyncOnDrop<'a>>,
+    /// The stream each buffer's address was taken on: a launch on another stream is refused.
+    streams: Vec<usize>,
+    /// The context of each buffer: a launch in another context is refused.
+    contexts: Vec<usize>,
 }
 
-impl KernelArgs {
+impl<'a> KernelArgs<'a> {
     /// No parameters yet.
     pub fn new() -> Self {
         Self::default()
@@ -86,19 +114,40 @@ impl KernelArgs {
         self
     }
 
-    /// Appends the device address of a buffer the kernel only reads.
-    ///
-    /// The address is taken on `stream`; the caller keeps the buffer alive until the launch
-    /// completes (cudarc's event tracking orders later frees after it).
-    pub fn push_buffer<T>(&mut self, buffer: &impl DevicePtr<T>, stream: &CudaStream) -> &mut Self {
-        let (ptr, _sync) = buffer.device_ptr(stream);
+    /// Appends the device address of a buffer the kernel only reads, taken on `stream` (which
+    /// must be the launch's stream). Its read guard is held until `self` drops.
+    pub fn push_buffer<T>(&mut self, buffer: &'a impl DevicePtr<T>, stream: &'a CudaStream) -> &mut Self {
+        self.note_buffer(buffer.stream(), stream);
+        let (ptr, guard) = buffer.device_ptr(stream);
+        self.guards.push(guard);
         self.push(ptr)
     }
 
-    /// Appends the device address of a buffer the kernel writes.
-    pub fn push_buffer_mut<T>(&mut self, buffer: &mut impl DevicePtrMut<T>, stream: &CudaStream) -> &mut Self {
-        let (ptr, _sync) = buffer.device_ptr_mut(stream);
+    /// Appends the device address of a buffer the kernel writes, taken on `stream` (which must
+    /// be the launch's stream). Its write guard is held until `self` drops.
+    pub fn push_buffer_mut<T>(&mut self, buffer: &'a mut impl DevicePtrMut<T>, stream: &'a CudaStream) -> &mut Self {
+        self.note_buffer(buffer.stream(), stream);
+        let (ptr, guard) = buffer.device_ptr_mut(stream);
+        self.guards.push(guard);
         self.push(ptr)
+    }
+
+    /// Holds a guard of an address the caller took itself (one inside a parameter struct or a
+    /// tensor map) until `self` drops, i.e. until after the launch that borrows `self`.
+    pub fn keep(&mut self, guard: SyncOnDrop<'a>) -> &mut Self {
+        self.guards.push(guard);
+        self
+    }
+
+    /// [`keep`](Self::keep)s each guard of `guards`.
+    pub fn extend_guards(&mut self, guards: impl IntoIterator<Item = SyncOnDrop<'a>>) -> &mut Self {
+        self.guards.extend(guards);
+        self
+    }
+
+    /// Stream-ordering guards held (one per buffer pushed or kept).
+    pub fn guards_held(&self) -> usize {
+        self.guards.len()
     }
 
     /// Number of parameters.
@@ -109,6 +158,12 @@ impl KernelArgs {
     /// True with no parameters.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
+    }
+
+    fn note_buffer(&mut self, owner: &Arc<CudaStream>, stream: &CudaStream) {
+        // Handles as integers: only compared, never dereferenced (and `KernelArgs` stays `Send`).
+        self.streams.push(stream.cu_stream() as usize);
+        self.contexts.push(owner.context().cu_ctx() as usize);
     }
 
     fn pointers(&mut self) -> Vec<*mut c_void> {
@@ -217,8 +272,28 @@ impl Kernel {
     ///    given launch shape, and stays valid until the kernel completes.
     /// 3. No other work accesses written buffers concurrently, unless the kernel's contract
     ///    allows it.
-    pub unsafe fn launch(&self, stream: &CudaStream, config: &LaunchConfig, args: &mut KernelArgs) -> Result<()> {
+    ///
+    /// Refused with [`Error::InvalidArgument`] (before any driver call): a `stream` of another
+    /// CUDA context than the module's, a buffer pushed with [`KernelArgs::push_buffer`] /
+    /// [`KernelArgs::push_buffer_mut`] that belongs to another context, or whose address was
+    /// taken on another stream than `stream`. `args` is consumed: its stream-ordering guards
+    /// drop (recording cudarc's events) after `cuLaunchKernelEx` has enqueued the kernel.
+    pub unsafe fn launch(&self, stream: &CudaStream, config: &LaunchConfig, mut args: KernelArgs<'_>) -> Result<()> {
         self.check_launch(config, args.len())?;
+        self.check_context(stream)?;
+        let ctx = self.module.context.cu_ctx() as usize;
+        if args.contexts.iter().any(|&c| c != ctx) {
+            return Err(Error::InvalidArgument(format!(
+                "a buffer passed to `{}` belongs to another CUDA context than the module's",
+                self.name()
+            )));
+        }
+        if args.streams.iter().any(|&s| s != stream.cu_stream() as usize) {
+            return Err(Error::InvalidArgument(format!(
+                "a buffer passed to `{}` was bound to another stream than the launch's",
+                self.name()
+            )));
+        }
         self.module.context.bind_to_thread().during("cuCtxSetCurrent")?;
         self.opt_into_dynamic_smem(config.dynamic_smem)?;
         let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::new();
@@ -248,9 +323,25 @@ impl Kernel {
         // attribute array outlive the call; `params` points at `args.len()` slots, each holding
         // a parameter of the kernel's declared size (caller's contract 1); the driver copies the
         // parameter bytes before returning.
-        unsafe { sys::cuLaunchKernelEx(&launch, self.function, params.as_mut_ptr(), std::ptr::null_mut()) }
-            .result()
-            .during("cuLaunchKernelEx")
+        let status =
+            unsafe { sys::cuLaunchKernelEx(&launch, self.function, params.as_mut_ptr(), std::ptr::null_mut()) };
+        let launched = status.result().during("cuLaunchKernelEx");
+        // Only now, with the kernel enqueued, may the guards record their events.
+        drop(args);
+        launched
+    }
+
+    /// Refuses `stream` unless it belongs to this kernel's CUDA context (the module's).
+    /// Handles of one driver context compare equal: a second `CudaContext::new(ordinal)`
+    /// retains the same primary context, and its streams are accepted.
+    pub fn check_context(&self, stream: &CudaStream) -> Result<()> {
+        if **stream.context() == *self.module.context {
+            return Ok(());
+        }
+        Err(Error::InvalidArgument(format!(
+            "the stream passed to `{}` belongs to another CUDA context than the module's",
+            self.name()
+        )))
     }
 
     pub(crate) fn opt_into_dynamic_smem(&self, bytes: u32) -> Result<()> {

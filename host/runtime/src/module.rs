@@ -4,7 +4,7 @@ use std::ffi::{CString, c_void};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::sys;
-use cudarc::driver::{CudaContext, DriverError};
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
 
 use crate::device::{Device, DeviceAttributes};
 use crate::error::{DriverContext, Error, Result};
@@ -176,6 +176,25 @@ impl Module {
             device: attrs.clone(),
             kernels: Arc::default(),
         })
+    }
+
+    /// The CUDA context the module is loaded in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.context
+    }
+
+    /// Refuses `stream`, or a buffer allocated on one of `buffer_streams`, unless it belongs
+    /// to this module's CUDA context. Handles of one driver context compare equal (a second
+    /// `CudaContext::new(ordinal)` retains the same primary context and is accepted).
+    pub fn check_context(&self, stream: &CudaStream, buffer_streams: &[&CudaStream]) -> Result<()> {
+        let ours = &*self.inner.context;
+        if **stream.context() != *ours {
+            return Err(Error::InvalidArgument("the stream belongs to another CUDA context than warpforge's".into()));
+        }
+        if buffer_streams.iter().any(|s| **s.context() != *ours) {
+            return Err(Error::InvalidArgument("a buffer belongs to another CUDA context than warpforge's".into()));
+        }
+        Ok(())
     }
 
     /// The arch of the loaded PTX.

@@ -19,7 +19,7 @@ use cudarc::driver::sys::{
     self, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave, CUtensorMapL2promotion,
     CUtensorMapSwizzle,
 };
-use cudarc::driver::{CudaStream, DevicePtr, DriverError};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop};
 
 /// The encoded descriptor, exactly as kernels take it (`#[grid_constant] map: &TensorMap`).
 pub use warpforge_abi::TensorMap;
@@ -421,17 +421,37 @@ impl<T: TmaElement> TensorMapBuilder<T> {
         Ok(())
     }
 
-    /// Validates and encodes a map over `buffer`, which must hold the whole tensor.
+    /// Validates and encodes a map over `buffer`, which must hold the whole tensor and which
+    /// the kernel only reads through the map.
     ///
     /// The map stores `buffer`'s raw address and does not borrow it: a kernel launched with
     /// the map after `buffer` is freed reads freed memory. Launchers that take a map must keep
-    /// the buffer alive for the launch (that is their `# Safety` contract). `stream` is only
-    /// used to order the pointer access the way cudarc requires; encoding does no GPU work.
-    pub fn encode<B: DevicePtr<T>>(&self, buffer: &B, stream: &CudaStream) -> Result<TensorMap, TensorMapError> {
+    /// the buffer alive for the launch (that is their `# Safety` contract). The returned guard
+    /// is cudarc's stream-ordering record of this read on `stream`: hand it to
+    /// [`KernelArgs::keep`](crate::KernelArgs::keep) so it drops after the launch (dropped
+    /// earlier, another stream would not wait for the kernel's reads).
+    pub fn encode<'a, B: DevicePtr<T>>(
+        &self,
+        buffer: &'a B,
+        stream: &'a CudaStream,
+    ) -> Result<(TensorMap, SyncOnDrop<'a>), TensorMapError> {
         let available = (buffer.len() as u64).saturating_mul(T::SIZE);
-        let (address, _access) = buffer.device_ptr(stream);
+        let (address, access) = buffer.device_ptr(stream);
         self.validate(address, available)?;
-        Ok(self.encode_unchecked_address(address)?)
+        Ok((self.encode_unchecked_address(address)?, access))
+    }
+
+    /// As [`Self::encode`] for a buffer the kernel writes through the map (TMA stores): the
+    /// guard records a write.
+    pub fn encode_mut<'a, B: DevicePtrMut<T>>(
+        &self,
+        buffer: &'a mut B,
+        stream: &'a CudaStream,
+    ) -> Result<(TensorMap, SyncOnDrop<'a>), TensorMapError> {
+        let available = (buffer.len() as u64).saturating_mul(T::SIZE);
+        let (address, access) = buffer.device_ptr_mut(stream);
+        self.validate(address, available)?;
+        Ok((self.encode_unchecked_address(address)?, access))
     }
 
     /// Validates and encodes a map over the device allocation at `address` holding

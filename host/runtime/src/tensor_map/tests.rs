@@ -149,7 +149,7 @@ fn driver_agrees_with_the_rules() {
     let stream = ctx.default_stream();
     let buffer = stream.alloc_zeros::<bf16>(4096 * 4096).expect("32 MiB of device memory");
 
-    let map = gemm_operand().encode(&buffer, &stream).expect("valid GEMM operand map");
+    let (map, _read) = gemm_operand().encode(&buffer, &stream).expect("valid GEMM operand map");
     assert_ne!(map, TensorMap::ZEROED);
     let short = buffer.slice(..4096 * 4095);
     assert!(matches!(gemm_operand().encode(&short, &stream), Err(TensorMapError::OutOfBounds { .. })));
