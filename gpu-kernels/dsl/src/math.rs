@@ -11,7 +11,7 @@
 //!
 //! | Rust | PTX | note |
 //! | --- | --- | --- |
-//! | `a + b`, `a - b`, `a * b` | `add.rn.f32`, `sub.rn.f32`, `mul.rn.f32` | LLVM may contract `a * b + c` into `fma.rn.f32` only when told to; rustc does not |
+//! | `a + b`, `a - b`, `a * b` | `add.rn.f32`, `sub.rn.f32`, `mul.rn.f32` | `a * b + c` stays a `mul.rn` and an `add.rn` (no contraction; `.rn` also keeps ptxas from fusing them): write [`fma`] to fuse |
 //! | `a / b` | `div.rn.f32` | IEEE, a multi-instruction sequence; multiply by [`rcp_approx`] when 1 ulp will do |
 //! | `1.0 / x` | `rcp.rn.f32` | IEEE; see [`rcp`] |
 //! | `-x`, `x.abs()`, `x.copysign(y)` | `neg.f32`, `abs.f32`, `copysign.f32` | exact |

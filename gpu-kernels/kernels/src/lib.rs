@@ -8,6 +8,8 @@
 
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod clc_visit_sm100;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod dsl_vocab_checks;
 pub mod elementwise;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_bf16_tcgen05_clc_sm100;
