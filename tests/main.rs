@@ -6,6 +6,7 @@
 mod common;
 
 mod builder;
+mod gpu_dsl_vocab;
 mod gpu_foundation;
 mod gpu_gemm;
 mod gpu_gemm_swiglu;

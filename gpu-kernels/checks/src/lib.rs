@@ -1,5 +1,6 @@
-//! Hardware probes of warpforge's DSL: one kernel per TMA, mbarrier, cluster and wgmma form
-//! that the GPU tests check against a host model.
+//! Hardware probes of warpforge's DSL: one kernel per TMA, mbarrier, cluster and wgmma form,
+//! and per piece of the kernel-author vocabulary (reductions, math, vectors, FP8 conversions,
+//! register arrays), that the GPU tests check against a host model.
 //!
 //! A test-only module: the root crate's build script builds it next to the kernel library and
 //! embeds it as `warpforge::ptx::CHECKS`, which only the tests load (`Warpforge` never does,
@@ -8,6 +9,8 @@
 #![no_std]
 #![feature(abi_ptx)]
 
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod dsl_vocab_checks;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
 #[cfg(warpforge_arch = "sm_90a")]

@@ -8,8 +8,10 @@
 //!   PTX it emits and a `# Safety` list. It is the only module that contains `asm!`.
 //! * L1 primitives built on it, safe where the type carries the invariant: [`thread`] (indices,
 //!   warp/lane/warpgroup ids), [`shared`] (dynamic and static shared memory), [`sync`]
-//!   (block and named barriers, fences), [`warp`] (shuffle, vote, match, elect), [`atomic`],
-//!   [`time`].
+//!   (block and named barriers, fences), [`warp`] (shuffle, reductions and scans, vote, match,
+//!   elect), [`block`] (block reductions), [`atomic`], [`time`], [`math`] (IEEE and approximate
+//!   functions), [`num`] (bf16/f16/FP8 and their paired conversions), [`global`] (16-byte vector
+//!   access with cache policies), [`regs`] (register arrays that stay in registers).
 //! * Hopper async machinery, typed: [`mbarrier`] (`Mbarrier` + `Phase`), [`tile`] (`SmemTile`
 //!   with its swizzle in the type, building its wgmma descriptor), [`pipeline`]
 //!   (`Pipeline<STAGES>` whose expect-tx bytes come from the tile types), [`tma`], and the
@@ -23,10 +25,11 @@
 //! The crate using it needs `#![no_std]` and `#![feature(abi_ptx)]` and is built with the
 //! `warpforge-builder` crate from a build script.
 #![no_std]
-#![feature(asm_experimental_arch)]
+#![feature(asm_experimental_arch, core_float_math)]
 
 pub mod atomic;
 pub mod blackwell;
+pub mod block;
 pub mod cluster;
 pub mod global;
 pub mod math;
@@ -35,6 +38,8 @@ pub mod num;
 pub mod parts;
 pub mod pipeline;
 pub mod ptx;
+pub mod reduce;
+pub mod regs;
 pub mod shared;
 pub mod sync;
 pub mod thread;

@@ -1,8 +1,12 @@
 //! Narrow float storage types for device code: `Bf16` and `F16` hold raw bits (layout-equal to
 //! `half::bf16` / `half::f16` on the host) and convert through the hardware `cvt`; the 8-bit
-//! `E4m3` and `E5m2` hold raw bytes (a `u8` on the host) that only tensor-core instructions read.
+//! `E4m3` and `E5m2` hold raw bytes (a `u8` on the host), converted in pairs and quads by the
+//! sm_89+ FP8 `cvt` forms (f32 and f16 pairs directly, bf16 through f32; see [`crate::ptx::cvt`]).
+//!
+//! Packing order everywhere: element 0 in the low bits, which is the lower address in memory.
 
 use crate::ptx::cvt;
+use crate::regs::Regs4;
 
 /// bfloat16, stored as its bits.
 #[repr(transparent)]
@@ -65,4 +69,96 @@ impl F16 {
         // SAFETY: conversion instruction.
         unsafe { cvt::cvt_rn_f16x2_f32(hi, lo) }
     }
+}
+
+impl Bf16 {
+    /// The two values of a packed pair (`lo` from the low half, as [`Bf16::pack2`] packs),
+    /// widened exactly: a bf16 is the upper half of an f32, so this is two integer operations.
+    #[inline(always)]
+    pub fn unpack2(word: u32) -> (f32, f32) {
+        (f32::from_bits(word << 16), f32::from_bits(word & 0xffff_0000))
+    }
+}
+
+impl F16 {
+    /// The two values of a packed pair (`lo` from the low half, as [`F16::pack2`] packs),
+    /// widened exactly.
+    #[inline(always)]
+    pub fn unpack2(word: u32) -> (f32, f32) {
+        (F16(word as u16).to_f32(), F16((word >> 16) as u16).to_f32())
+    }
+}
+
+macro_rules! fp8 {
+    ($($t:ident: $max:literal, $from_f32:ident, $from_f16x2:ident, $to_f16x2:ident;)*) => {$(
+        impl $t {
+            #[doc = concat!("Largest finite magnitude: where the saturating conversions clamp (±", $max, ").")]
+            pub const MAX: f32 = $max;
+
+            /// Rounds to nearest even, saturating to ±[`Self::MAX`] (NaN stays NaN).
+            #[inline(always)]
+            pub fn from_f32(f: f32) -> Self {
+                $t(Self::pack2(f, 0.0) as u8)
+            }
+            /// Widens exactly.
+            #[inline(always)]
+            pub fn to_f32(self) -> f32 {
+                Self::unpack2(self.0 as u16).0
+            }
+            /// Rounds two values into one 16-bit pair (`lo` in the low byte, the lower address
+            /// in memory) with one saturating conversion instruction.
+            #[inline(always)]
+            pub fn pack2(lo: f32, hi: f32) -> u16 {
+                // SAFETY: conversion instruction, sm_89+.
+                unsafe { cvt::$from_f32(hi, lo) }
+            }
+            /// Rounds a packed f16 pair into one FP8 pair (low half to low byte), saturating.
+            #[inline(always)]
+            pub fn pack2_f16x2(word: u32) -> u16 {
+                // SAFETY: conversion instruction, sm_89+.
+                unsafe { cvt::$from_f16x2(word) }
+            }
+            /// Rounds a packed bf16 pair into one FP8 pair (low half to low byte), saturating:
+            /// through f32, since sm_90 has no bf16x2 → FP8 conversion (widening bf16 is exact).
+            #[inline(always)]
+            pub fn pack2_bf16x2(word: u32) -> u16 {
+                let (lo, hi) = Bf16::unpack2(word);
+                Self::pack2(lo, hi)
+            }
+            /// Widens an FP8 pair exactly to a packed f16 pair (low byte to low half).
+            #[inline(always)]
+            pub fn unpack2_f16x2(pair: u16) -> u32 {
+                // SAFETY: conversion instruction, sm_89+.
+                unsafe { cvt::$to_f16x2(pair) }
+            }
+            /// Widens an FP8 pair exactly to a packed bf16 pair (low byte to low half), through
+            /// f16 and f32 (every FP8 value is a bf16).
+            #[inline(always)]
+            pub fn unpack2_bf16x2(pair: u16) -> u32 {
+                let (lo, hi) = Self::unpack2(pair);
+                Bf16::pack2(lo, hi)
+            }
+            /// Widens an FP8 pair exactly to `(lo, hi)` f32.
+            #[inline(always)]
+            pub fn unpack2(pair: u16) -> (f32, f32) {
+                F16::unpack2(Self::unpack2_f16x2(pair))
+            }
+            /// Rounds four values into one 32-bit word (element `i` in byte `i`), saturating.
+            #[inline(always)]
+            pub fn pack4(v: Regs4<f32>) -> u32 {
+                Self::pack2(v.0, v.1) as u32 | (Self::pack2(v.2, v.3) as u32) << 16
+            }
+            /// Widens four FP8 values (byte `i` to element `i`) exactly.
+            #[inline(always)]
+            pub fn unpack4(word: u32) -> Regs4<f32> {
+                let ((a, b), (c, d)) = (Self::unpack2(word as u16), Self::unpack2((word >> 16) as u16));
+                Regs4(a, b, c, d)
+            }
+        }
+    )*};
+}
+
+fp8! {
+    E4m3: 448.0, cvt_rn_satfinite_e4m3x2_f32, cvt_rn_satfinite_e4m3x2_f16x2, cvt_rn_f16x2_e4m3x2;
+    E5m2: 57344.0, cvt_rn_satfinite_e5m2x2_f32, cvt_rn_satfinite_e5m2x2_f16x2, cvt_rn_f16x2_e5m2x2;
 }

@@ -1,10 +1,13 @@
-//! Warp-scope collectives over the full warp: shuffles, reductions, vote, match, elect.
+//! Warp-scope collectives over the full warp: shuffles, reductions and scans (generic over a
+//! [`ReduceOp`] and a [`Word32`] value: `f32`, `i32`, `u32`), vote, match, elect.
 //!
 //! Each function must be called by all 32 lanes of the warp together (full-mask collectives);
 //! that is a convergence requirement no type can express, hence `unsafe`.
 
 use crate::ptx::warp as raw;
 use crate::ptx::warpgroup as matrix;
+pub use crate::reduce::{Max, Min, ReduceOp, Sum, Word32};
+use crate::thread::lane_id;
 
 const FULL: u32 = 0xffff_ffff;
 
@@ -38,20 +41,115 @@ pub unsafe fn shuffle_xor(value: u32, mask: u32) -> u32 {
     unsafe { raw::shfl_sync_bfly(FULL, value, mask, 0x1f) }
 }
 
-/// Sum of `value` over the warp, returned on every lane (butterfly reduction).
+/// Value of `value` on lane `lane - delta` (own value below lane `delta`).
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn shuffle_up(value: u32, delta: u32) -> u32 {
+    // SAFETY: forwarded.
+    unsafe { raw::shfl_sync_up(FULL, value, delta, 0) }
+}
+
+/// `Op` over `value` of all 32 lanes, returned on every lane: a butterfly of five
+/// `shfl.sync.bfly` steps (masks 16, 8, 4, 2, 1). Every lane combines the same pairs, and the ops
+/// are commutative, so the result is bitwise the same on every lane.
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn reduce<Op: ReduceOp<T>, T: Word32>(value: T) -> T {
+    let mut v = value;
+    let mut mask = 16;
+    while mask > 0 {
+        // SAFETY: forwarded.
+        v = Op::combine(v, T::from_word(unsafe { shuffle_xor(v.to_word(), mask) }));
+        mask >>= 1;
+    }
+    v
+}
+
+/// Sum over the warp, on every lane ([`reduce`] with [`Sum`]; integers wrap).
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn sum<T: Word32>(value: T) -> T
+where
+    Sum: ReduceOp<T>,
+{
+    // SAFETY: forwarded.
+    unsafe { reduce::<Sum, T>(value) }
+}
+
+/// Maximum over the warp, on every lane ([`reduce`] with [`Max`]).
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn max<T: Word32>(value: T) -> T
+where
+    Max: ReduceOp<T>,
+{
+    // SAFETY: forwarded.
+    unsafe { reduce::<Max, T>(value) }
+}
+
+/// Minimum over the warp, on every lane ([`reduce`] with [`Min`]).
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn min<T: Word32>(value: T) -> T
+where
+    Min: ReduceOp<T>,
+{
+    // SAFETY: forwarded.
+    unsafe { reduce::<Min, T>(value) }
+}
+
+/// Sum of `value` over the warp, returned on every lane: [`sum`] for `f32`.
 ///
 /// # Safety
 /// All 32 lanes call this together.
 #[inline(always)]
 pub unsafe fn sum_f32(value: f32) -> f32 {
+    // SAFETY: forwarded.
+    unsafe { sum(value) }
+}
+
+/// Inclusive scan: lane `l` gets `Op` over `value` of lanes `0..=l` (Hillis–Steele, five
+/// `shfl.sync.up` steps, each combined where the source lane exists).
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn inclusive_scan<Op: ReduceOp<T>, T: Word32>(value: T) -> T {
+    let lane = lane_id();
     let mut v = value;
-    let mut mask = 16;
-    while mask > 0 {
+    let mut delta = 1;
+    while delta < 32 {
         // SAFETY: forwarded.
-        v += f32::from_bits(unsafe { shuffle_xor(v.to_bits(), mask) });
-        mask >>= 1;
+        let below = T::from_word(unsafe { shuffle_up(v.to_word(), delta) });
+        if lane >= delta {
+            v = Op::combine(below, v);
+        }
+        delta <<= 1;
     }
     v
+}
+
+/// Inclusive prefix sum over the lanes ([`inclusive_scan`] with [`Sum`]).
+///
+/// # Safety
+/// All 32 lanes call this together.
+#[inline(always)]
+pub unsafe fn inclusive_sum<T: Word32>(value: T) -> T
+where
+    Sum: ReduceOp<T>,
+{
+    // SAFETY: forwarded.
+    unsafe { inclusive_scan::<Sum, T>(value) }
 }
 
 /// Bit i set iff lane i has `pred`.

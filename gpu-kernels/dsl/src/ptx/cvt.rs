@@ -1,4 +1,9 @@
-//! Float conversions between f32 and the 16-bit storage types (held as raw `u16` bits).
+//! Float conversions between f32 and the 16-bit storage types (held as raw `u16` bits), and
+//! between pairs of f32 / f16 and pairs of FP8 (E4M3, E5M2; two bytes in a `u16`).
+//!
+//! sm_90a has FP8 pairs from f32 pairs and from f16x2, and f16x2 from FP8 pairs; the bf16x2 ↔
+//! FP8 forms need PTX ISA 9.1+ and sm_100 (ptxas rejects them for sm_90a), so bf16 goes through
+//! f32, which is exact in both directions for FP8 values.
 
 use core::arch::asm;
 
@@ -88,4 +93,63 @@ pub unsafe fn cvt_rn_f16x2_f32(hi: f32, lo: f32) -> u32 {
         asm!("cvt.rn.f16x2.f32 {0}, {1}, {2};", out(reg32) r, in(reg32) hi, in(reg32) lo, options(pure, nomem, nostack))
     };
     r
+}
+
+macro_rules! fp8x2_from_f32x2 {
+    ($($(#[$doc:meta])* $name:ident => $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[doc = concat!("\n\nEmits `", $ptx, " d, hi, lo;` (`hi` to the upper byte of `d`).")]
+        ///
+        /// # Safety
+        /// sm_89+.
+        #[inline(always)]
+        pub unsafe fn $name(hi: f32, lo: f32) -> u16 {
+            let r: u16;
+            // SAFETY: pure arithmetic on registers.
+            unsafe {
+                asm!(concat!($ptx, " {0}, {1}, {2};"), out(reg16) r, in(reg32) hi, in(reg32) lo,
+                     options(pure, nomem, nostack))
+            };
+            r
+        }
+    )*};
+}
+
+fp8x2_from_f32x2! {
+    /// Two f32 → two E4M3 bytes, round to nearest even; out-of-range values saturate to ±448
+    /// (NaN stays NaN).
+    cvt_rn_satfinite_e4m3x2_f32 => "cvt.rn.satfinite.e4m3x2.f32";
+    /// Two f32 → two E5M2 bytes, round to nearest even; out-of-range values saturate to ±57344
+    /// (NaN stays NaN).
+    cvt_rn_satfinite_e5m2x2_f32 => "cvt.rn.satfinite.e5m2x2.f32";
+}
+
+macro_rules! fp8x2_f16x2 {
+    ($($(#[$doc:meta])* $name:ident($a:ty => $d:ty, $ain:ident, $dout:ident) => $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[doc = concat!("\n\nEmits `", $ptx, " d, a;` (upper half of `a` to upper half of `d`).")]
+        ///
+        /// # Safety
+        /// sm_89+.
+        #[inline(always)]
+        pub unsafe fn $name(a: $a) -> $d {
+            let r: $d;
+            // SAFETY: pure arithmetic on registers.
+            unsafe {
+                asm!(concat!($ptx, " {0}, {1};"), out($dout) r, in($ain) a, options(pure, nomem, nostack))
+            };
+            r
+        }
+    )*};
+}
+
+fp8x2_f16x2! {
+    /// Packed f16x2 → two E4M3 bytes, round to nearest even, saturating to ±448.
+    cvt_rn_satfinite_e4m3x2_f16x2(u32 => u16, reg32, reg16) => "cvt.rn.satfinite.e4m3x2.f16x2";
+    /// Packed f16x2 → two E5M2 bytes, round to nearest even, saturating to ±57344.
+    cvt_rn_satfinite_e5m2x2_f16x2(u32 => u16, reg32, reg16) => "cvt.rn.satfinite.e5m2x2.f16x2";
+    /// Two E4M3 bytes → packed f16x2, exact (every E4M3 value is an f16).
+    cvt_rn_f16x2_e4m3x2(u16 => u32, reg16, reg32) => "cvt.rn.f16x2.e4m3x2";
+    /// Two E5M2 bytes → packed f16x2, exact (E5M2 is f16 with the low 8 bits dropped).
+    cvt_rn_f16x2_e5m2x2(u16 => u32, reg16, reg32) => "cvt.rn.f16x2.e5m2x2";
 }

@@ -1,4 +1,6 @@
-//! Global-memory vector loads and stores (16 bytes per thread per instruction).
+//! Global-memory vector loads and stores (16 bytes per thread per instruction), with their cache
+//! policies: the `f32` forms the stream-K hand-over uses, and 32-bit-word forms any 16-byte
+//! vector type moves through.
 
 use core::arch::asm;
 
@@ -41,4 +43,65 @@ pub unsafe fn st_global_v4_f32(addr: *mut f32, (a, b, c, d): (f32, f32, f32, f32
             options(nostack)
         )
     };
+}
+
+macro_rules! ld_v4_b32 {
+    ($($(#[$doc:meta])* $name:ident => $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[doc = concat!("\n\nEmits `", $ptx, " {a, b, c, d}, [addr];`.")]
+        ///
+        /// # Safety
+        /// `addr` is a 16-byte-aligned global address of 16 readable bytes that nothing writes
+        /// while this kernel may read them (a weak load; the `.nc` forms read through the
+        /// non-coherent texture path and need the bytes unwritten for the whole launch).
+        #[inline(always)]
+        pub unsafe fn $name(addr: *const u32) -> (u32, u32, u32, u32) {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            // SAFETY: the caller's contract; the load only reads memory.
+            unsafe {
+                asm!(concat!($ptx, " {{{0}, {1}, {2}, {3}}}, [{4}];"),
+                     out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d, in(reg64) addr,
+                     options(pure, readonly, nostack))
+            };
+            (a, b, c, d)
+        }
+    )*};
+}
+
+ld_v4_b32! {
+    /// Loads 16 bytes from global memory, cached in L1 and L2 (the default `.ca` policy).
+    ld_global_v4_b32 => "ld.global.v4.b32";
+    /// Loads 16 bytes of read-only data through the non-coherent (texture) path.
+    ld_global_nc_v4_b32 => "ld.global.nc.v4.b32";
+    /// Loads 16 bytes of read-only data through the non-coherent path without allocating an L1
+    /// line (data read once: streamed weights or activations).
+    ld_global_nc_l1_no_allocate_v4_b32 => "ld.global.nc.L1::no_allocate.v4.b32";
+}
+
+macro_rules! st_v4_b32 {
+    ($($(#[$doc:meta])* $name:ident => $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[doc = concat!("\n\nEmits `", $ptx, " [addr], {a, b, c, d};`.")]
+        ///
+        /// # Safety
+        /// `addr` is a 16-byte-aligned global address of 16 writable bytes that nothing reads or
+        /// writes concurrently.
+        #[inline(always)]
+        pub unsafe fn $name(addr: *mut u32, (a, b, c, d): (u32, u32, u32, u32)) {
+            // SAFETY: the caller's contract.
+            unsafe {
+                asm!(concat!($ptx, " [{0}], {{{1}, {2}, {3}, {4}}};"),
+                     in(reg64) addr, in(reg32) a, in(reg32) b, in(reg32) c, in(reg32) d,
+                     options(nostack))
+            };
+        }
+    )*};
+}
+
+st_v4_b32! {
+    /// Stores 16 bytes to global memory (the default write-back policy).
+    st_global_v4_b32 => "st.global.v4.b32";
+    /// Stores 16 bytes to global memory as streaming data (`.cs`: evict first, likely not read
+    /// again soon).
+    st_global_cs_v4_b32 => "st.global.cs.v4.b32";
 }

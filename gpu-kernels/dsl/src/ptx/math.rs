@@ -1,45 +1,51 @@
-//! Fast transcendental approximations (the SFU instructions epilogues use).
+//! Floating-point arithmetic on the special-function units, and the IEEE-rounded square root and
+//! reciprocal: one `unsafe fn` per PTX form, all unary `f32 → f32`.
+//!
+//! Error figures are the PTX ISA's for the instruction (section "Floating Point Instructions");
+//! `.ftz` flushes subnormal inputs and results to sign-preserving zero.
 
 use core::arch::asm;
 
-/// `2^x`, approximate (max relative error 2^-22.5 for normal results), subnormals flushed.
-///
-/// Emits `ex2.approx.ftz.f32 d, x;`.
-///
-/// # Safety
-/// None beyond running on the device.
-#[inline(always)]
-pub unsafe fn ex2_approx_ftz_f32(x: f32) -> f32 {
-    let r: f32;
-    // SAFETY: pure arithmetic.
-    unsafe { asm!("ex2.approx.ftz.f32 {0}, {1};", out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
-    r
+macro_rules! unary_f32 {
+    ($($(#[$doc:meta])* $name:ident => $ptx:literal;)*) => {$(
+        $(#[$doc])*
+        #[doc = concat!("\n\nEmits `", $ptx, " d, x;`.")]
+        ///
+        /// # Safety
+        /// None beyond running on the device (sm_90 has every form here).
+        #[inline(always)]
+        pub unsafe fn $name(x: f32) -> f32 {
+            let r: f32;
+            // SAFETY: pure arithmetic on registers.
+            unsafe { asm!(concat!($ptx, " {0}, {1};"), out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
+            r
+        }
+    )*};
 }
 
-/// `1/x`, approximate (max error 1 ulp), subnormals flushed.
-///
-/// Emits `rcp.approx.ftz.f32 d, x;`.
-///
-/// # Safety
-/// None beyond running on the device.
-#[inline(always)]
-pub unsafe fn rcp_approx_ftz_f32(x: f32) -> f32 {
-    let r: f32;
-    // SAFETY: pure arithmetic.
-    unsafe { asm!("rcp.approx.ftz.f32 {0}, {1};", out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
-    r
-}
-
-/// `tanh(x)`, approximate (max relative error about 2^-11).
-///
-/// Emits `tanh.approx.f32 d, x;`.
-///
-/// # Safety
-/// sm_75+.
-#[inline(always)]
-pub unsafe fn tanh_approx_f32(x: f32) -> f32 {
-    let r: f32;
-    // SAFETY: pure arithmetic.
-    unsafe { asm!("tanh.approx.f32 {0}, {1};", out(reg32) r, in(reg32) x, options(pure, nomem, nostack)) };
-    r
+unary_f32! {
+    /// `2^x`, approximate: max relative error 2^-22.5 for normal results (about 2 ulp);
+    /// subnormal results are kept.
+    ex2_approx_f32 => "ex2.approx.f32";
+    /// `2^x`, approximate, as [`ex2_approx_f32`] with subnormal inputs and results flushed.
+    ex2_approx_ftz_f32 => "ex2.approx.ftz.f32";
+    /// `log2(x)`, approximate: max absolute error 2^-22 for x in [0.5, 2], max 2 ulp elsewhere;
+    /// `-inf` at ±0, NaN below 0.
+    lg2_approx_f32 => "lg2.approx.f32";
+    /// `1/x`, correctly rounded (IEEE 754 round to nearest even); a multi-instruction sequence
+    /// after ptxas.
+    rcp_rn_f32 => "rcp.rn.f32";
+    /// `1/x`, approximate: max error 1 ulp over the full range.
+    rcp_approx_f32 => "rcp.approx.f32";
+    /// `1/x`, approximate (max error 1 ulp), subnormals flushed.
+    rcp_approx_ftz_f32 => "rcp.approx.ftz.f32";
+    /// `√x`, correctly rounded (IEEE 754 round to nearest even); NaN below -0.
+    sqrt_rn_f32 => "sqrt.rn.f32";
+    /// `√x`, approximate: max relative error 2^-23 over the full range; NaN below -0.
+    sqrt_approx_f32 => "sqrt.approx.f32";
+    /// `1/√x`, approximate: max relative error 2^-22.9 over the full range; `+inf` at +0, NaN
+    /// below -0.
+    rsqrt_approx_f32 => "rsqrt.approx.f32";
+    /// `tanh(x)`, approximate: max relative error 2^-10.987 (about 2^-11); sm_75+.
+    tanh_approx_f32 => "tanh.approx.f32";
 }
