@@ -6,7 +6,10 @@
 //! `llvm-bitcode-linker` component; the builder supplies that step itself (see [`link`]): it
 //! links the LTO bitcode, keeps only the kernels, applies each kernel's launch attributes
 //! (recorded by `#[kernel]`) as `nvvm.*` attributes, and runs `llc`. When `ptxas` is found,
-//! every module is assembled for its arch and the per-kernel register/spill report is kept.
+//! every module is assembled for its arch and its report is kept and checked: registers, stack
+//! frame, local memory and spills per entry (called functions included), wgmma serialisation.
+//! Local memory fails the build unless the entry is allowed ([`Builder::allow_stack_frame`]);
+//! spills and serialised wgmma fail with [`Builder::deny_spills`] (see [`Checks`]).
 //!
 //! ```no_run
 //! // build.rs of a crate that ships its own kernels
