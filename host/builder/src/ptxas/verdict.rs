@@ -52,14 +52,14 @@ impl Checks {
             let (stores, loads) = k.total_spills();
             if self.deny_spills && stores + loads > 0 {
                 problems.push(format!(
-                    "entry `{}` spills registers ({stores} B stores, {loads} B loads; {}) with WARPFORGE_DENY_SPILLS=1",
+                    "entry `{}` spills registers ({stores} B stores, {loads} B loads; {}) (spills are denied: WARPFORGE_DENY_SPILLS=1 or Builder::deny_spills)",
                     k.name,
                     frames(k)
                 ));
             }
             if self.deny_spills && !k.wgmma_serialized.is_empty() {
                 problems.push(format!(
-                    "entry `{}`: ptxas serialized its wgmma ({}) with WARPFORGE_DENY_SPILLS=1",
+                    "entry `{}`: ptxas serialized its wgmma ({}) (spills are denied: WARPFORGE_DENY_SPILLS=1 or Builder::deny_spills)",
                     k.name,
                     k.wgmma_serialized.join("; ")
                 ));
