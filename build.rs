@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use warpforge_builder::{Arch, Builder, PtxModule};
+use warpforge_builder::{Arch, Builder, PtxModule, env};
 
 /// Arches whose cubin is embedded and shipped.
 const CUBIN_ARCHS: [Arch; 1] = [Arch::Sm90a];
@@ -47,17 +47,16 @@ fn main() {
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let shipped = root.join("gpu-kernels/generated");
-    println!("cargo:rerun-if-env-changed=WARPFORGE_PTX");
-    println!("cargo:rerun-if-env-changed=WARPFORGE_BLESS");
-
-    let forced = std::env::var("WARPFORGE_PTX").ok();
+    // Every variable a build script reads goes through warpforge_builder::env, which prints its
+    // rerun-if-env-changed line; CARGO_MANIFEST_DIR, OUT_DIR and RUSTC are cargo's own.
+    let forced = env::var("WARPFORGE_PTX");
     let rebuild = match forced.as_deref() {
         Some("build") => true,
         Some("shipped") => false,
         Some(other) => panic!("WARPFORGE_PTX must be `build` or `shipped`, not `{other}`"),
         None => root.join("gpu-kernels/kernels/Cargo.toml").is_file() && on_pinned_toolchain(),
     };
-    let bless = std::env::var("WARPFORGE_BLESS").is_ok_and(|v| v == "1");
+    let bless = env::flag("WARPFORGE_BLESS");
     let embed = Embed { out: &out, shipped: &shipped, bless };
 
     if rebuild {
@@ -177,10 +176,7 @@ fn report(module: &PtxModule) -> String {
         Some(r) => {
             s.push_str(&format!("ptxas: {}\n", r.ptxas.display()));
             for k in &r.kernels {
-                s.push_str(&format!(
-                    "  {:<40} {:>3} regs  {:>6} B smem  spills {}/{} B  stack {} B\n",
-                    k.name, k.registers, k.shared_bytes, k.spill_stores, k.spill_loads, k.stack_frame
-                ));
+                s.push_str(&format!("  {k}\n"));
             }
             for n in &r.notes {
                 s.push_str(&format!("  note: {n}\n"));

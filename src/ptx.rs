@@ -16,7 +16,8 @@ pub const SM_100A: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a.ptx"))
 /// shipped cubin of exactly this PTX). Loaded instead of the PTX on an H100/H200: no JIT.
 pub const SM_90A_CUBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/sm_90a.cubin"));
 
-/// ptxas's resource report for the sm_90a module at build time (registers, spills per kernel).
+/// ptxas's resource report for the sm_90a module at build time (registers, shared memory, stack
+/// frame, local memory and spills per kernel, with callees and wgmma serialisation).
 pub const SM_90A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_90a.report.txt"));
 /// ptxas's resource report for the sm_100a module at build time.
 pub const SM_100A_REPORT: &str = include_str!(concat!(env!("OUT_DIR"), "/sm_100a.report.txt"));

@@ -78,7 +78,10 @@ fn ptxas_assembles_every_embedded_module() {
                     .lines()
                     .find(|l| l.split_whitespace().next() == Some(entry.name.as_str()))
                     .unwrap_or_else(|| panic!("{name}: the build's ptxas report has no line for {}", entry.name));
-                assert!(line.contains("spills 0/0 B"), "{name}: {line}");
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let local = words.iter().position(|&w| w == "local").and_then(|i| words.get(i + 1));
+                assert!(line.contains("spills 0/0 B") && local == Some(&"0"), "{name}: {line}");
+                assert!(!line.contains("serialized"), "{name}: {line}");
             }
             continue;
         }
@@ -89,10 +92,13 @@ fn ptxas_assembles_every_embedded_module() {
             continue;
         };
         let log = assemble(&ptxas, name, arch, text);
-        let report = warpforge_builder::ptxas::parse_report(&log);
-        let spilling: Vec<_> =
-            report.kernels.iter().filter(|k| k.spill_stores + k.spill_loads > 0).map(|k| k.name.clone()).collect();
-        assert!(spilling.is_empty(), "{name}: kernels spill registers: {spilling:?}");
+        let mut report = warpforge_builder::ptxas::parse_report(&log);
+        report.attribute_calls(text);
+        // The strictest verdict: no local memory (callees included), no spill, no serialised wgmma.
+        let checks = warpforge_builder::Checks { deny_spills: true, allow_stack_frame: Vec::new() };
+        if let Err(problems) = checks.verdict(&report) {
+            panic!("{name}: ptxas's report refuses the embedded module:\n{problems}");
+        }
         assert_eq!(report.kernels.len(), entries.len(), "{name}: ptxas reported a different entry count");
     }
 }
@@ -144,6 +150,7 @@ fn every_raw_ptx_wrapper_assembles_for_its_arch() {
             .arch(warpforge_builder::Arch::Sm90a)
             .target_dir(target)
             .ptxas(policy)
+            .deny_spills(true)
             .rerun_if_changed(false)
             .build()
             .unwrap_or_else(|e| panic!("{e}"));
@@ -151,9 +158,7 @@ fn every_raw_ptx_wrapper_assembles_for_its_arch() {
         assert!(!module.entries.is_empty(), "{}: no coverage kernel", module.arch);
         match module.ptxas {
             Some(report) => {
-                for k in &report.kernels {
-                    assert_eq!(k.spill_stores + k.spill_loads, 0, "{}: {} spills", module.arch, k.name);
-                }
+                // The builder already refused local memory, spills and serialised wgmma.
                 eprintln!("{}: {} coverage kernels assembled", module.arch, report.kernels.len());
             }
             None => eprintln!("SKIPPED ptxas for {}: no ptxas found", module.arch),

@@ -6,7 +6,10 @@
 //! `llvm-bitcode-linker` component; the builder supplies that step itself (see [`link`]): it
 //! links the LTO bitcode, keeps only the kernels, applies each kernel's launch attributes
 //! (recorded by `#[kernel]`) as `nvvm.*` attributes, and runs `llc`. When `ptxas` is found,
-//! every module is assembled for its arch and the per-kernel register/spill report is kept.
+//! every module is assembled for its arch and its report is kept and checked: registers, stack
+//! frame, local memory and spills per entry (called functions included), wgmma serialisation.
+//! Local memory fails the build unless the entry is allowed ([`Builder::allow_stack_frame`]);
+//! spills and serialised wgmma fail with [`Builder::deny_spills`] (see [`Checks`]).
 //!
 //! ```no_run
 //! // build.rs of a crate that ships its own kernels
@@ -24,6 +27,7 @@
 //! exactly the source files rustc read (from its dep-info), plus their manifests.
 
 mod cargo_build;
+pub mod env;
 pub mod ir;
 pub mod link;
 pub mod ptxas;
@@ -32,7 +36,7 @@ pub mod toolchain;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use ptxas::{KernelReport, PtxasReport};
+pub use ptxas::{Checks, FunctionReport, KernelReport, PtxasReport};
 
 /// A GPU architecture the builder can target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -111,7 +115,8 @@ pub enum BuildError {
     Command { command: String, status: String, output: String },
     /// The device crate produced something the builder cannot use.
     Invalid(String),
-    /// ptxas rejected a module, or reported spills while spills are denied.
+    /// ptxas rejected a module, or reported what [`Checks`] refuses (local memory, spills, wgmma
+    /// serialisation).
     Ptxas { arch: Arch, message: String },
     /// Filesystem trouble.
     Io { path: PathBuf, error: std::io::Error },
@@ -155,7 +160,7 @@ pub struct Builder {
     archs: Vec<Arch>,
     target_dir: Option<PathBuf>,
     ptxas: PtxasPolicy,
-    deny_spills: bool,
+    checks: Checks,
     rerun_if_changed: bool,
 }
 
@@ -163,8 +168,11 @@ impl Builder {
     /// A builder for the device crate at `crate_dir` (relative paths are taken from
     /// `CARGO_MANIFEST_DIR` when set, else the current directory).
     ///
-    /// Defaults come from the environment: `WARPFORGE_REQUIRE_PTXAS=1` makes ptxas mandatory,
-    /// `WARPFORGE_DENY_SPILLS=1` fails the build on any register spill.
+    /// Defaults come from the environment (each read through [`env`], which declares it a
+    /// build-script dependency): `WARPFORGE_REQUIRE_PTXAS=1` makes ptxas mandatory,
+    /// `WARPFORGE_DENY_SPILLS=1` fails the build on any register spill or wgmma serialisation,
+    /// `WARPFORGE_ALLOW_STACK_FRAME=entry[,entry…]` (or `*`) lets entries keep a stack frame,
+    /// which fails the build otherwise (see [`Checks`]).
     pub fn new(crate_dir: impl AsRef<Path>) -> Self {
         let dir = crate_dir.as_ref();
         let crate_dir = if dir.is_absolute() {
@@ -175,13 +183,14 @@ impl Builder {
                 .unwrap_or_else(|| std::env::current_dir().unwrap_or_default())
                 .join(dir)
         };
-        let flag = |name: &str| std::env::var(name).is_ok_and(|v| v == "1");
+        let allowed = env::var("WARPFORGE_ALLOW_STACK_FRAME").unwrap_or_default();
+        let allow_stack_frame = allowed.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect();
         Builder {
             crate_dir,
             archs: Vec::new(),
             target_dir: None,
-            ptxas: if flag("WARPFORGE_REQUIRE_PTXAS") { PtxasPolicy::Require } else { PtxasPolicy::IfFound },
-            deny_spills: flag("WARPFORGE_DENY_SPILLS"),
+            ptxas: if env::flag("WARPFORGE_REQUIRE_PTXAS") { PtxasPolicy::Require } else { PtxasPolicy::IfFound },
+            checks: Checks { deny_spills: env::flag("WARPFORGE_DENY_SPILLS"), allow_stack_frame },
             rerun_if_changed: std::env::var_os("OUT_DIR").is_some(),
         }
     }
@@ -207,13 +216,23 @@ impl Builder {
         self
     }
 
-    /// Fails the build when ptxas reports a spill.
+    /// Fails the build when ptxas reports a spill (in an entry or a function it calls) or
+    /// serialises wgmma; overrides `WARPFORGE_DENY_SPILLS`.
     pub fn deny_spills(mut self, deny: bool) -> Self {
-        self.deny_spills = deny;
+        self.checks.deny_spills = deny;
         self
     }
 
-    /// Whether to print `cargo:rerun-if-changed` lines (default: inside a build script).
+    /// Lets `entry` (or a called function of that name) keep a stack frame, i.e. data in local
+    /// memory, which otherwise fails the build; `"*"` allows every entry. Spills still fail when
+    /// spills are denied. Adds to `WARPFORGE_ALLOW_STACK_FRAME`.
+    pub fn allow_stack_frame(mut self, entry: impl Into<String>) -> Self {
+        self.checks.allow_stack_frame.push(entry.into());
+        self
+    }
+
+    /// Whether to print `cargo:rerun-if-changed` lines for the device crate's sources (default:
+    /// inside a build script). Environment variables are declared by [`env`] as they are read.
     pub fn rerun_if_changed(mut self, emit: bool) -> Self {
         self.rerun_if_changed = emit;
         self
@@ -254,17 +273,20 @@ impl Builder {
             sources.extend(built.sources);
             let (ptx_path, entries) = link::link_module(&tools, &built.objects, arch, &work)?;
             let report = match &ptxas {
-                Some(bin) => Some(ptxas::assemble(bin, &ptx_path, arch, self.deny_spills)?),
+                Some(bin) => Some(ptxas::assemble(bin, &ptx_path, arch, &self.checks)?),
                 None => None,
             };
+            if let (Some(r), true) = (&report, self.rerun_if_changed) {
+                // Reported, not refused, unless spills are denied (see `Checks`).
+                for k in r.kernels.iter().filter(|k| !k.wgmma_serialized.is_empty()) {
+                    println!("cargo:warning={arch}: {}: wgmma serialized: {}", k.name, k.wgmma_serialized.join("; "));
+                }
+            }
             modules.push(PtxModule { arch, ptx_path, entries, ptxas: report });
         }
         if self.rerun_if_changed {
             for path in &sources {
                 println!("cargo:rerun-if-changed={}", path.display());
-            }
-            for var in ["WARPFORGE_REQUIRE_PTXAS", "WARPFORGE_DENY_SPILLS", "PTXAS", "CUDA_HOME"] {
-                println!("cargo:rerun-if-env-changed={var}");
             }
         }
         Ok(modules)

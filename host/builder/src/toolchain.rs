@@ -21,6 +21,7 @@ pub struct Toolchain {
 impl Toolchain {
     /// Locates the toolchain; fails with the `rustup` command that fixes what is missing.
     pub fn locate() -> Result<Self, BuildError> {
+        // CARGO and RUSTC: set by cargo for the build script, tracked by cargo itself (see `env`).
         let cargo = std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| "cargo".into());
         let rustc = std::env::var_os("RUSTC").map(PathBuf::from).unwrap_or_else(|| "rustc".into());
         let version = run_capture(Command::new(&rustc).arg("-vV"))?;
@@ -29,7 +30,7 @@ impl Toolchain {
         };
         let release = field("release:");
         let host = field("host:");
-        let toolchain_hint = std::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|_| "<your nightly>".into());
+        let toolchain_hint = crate::env::var("RUSTUP_TOOLCHAIN").unwrap_or_else(|| "<your nightly>".into());
         if !release.contains("nightly") && !release.contains("dev") {
             return Err(BuildError::Missing {
                 what: format!("a nightly rustc (found {release})"),
