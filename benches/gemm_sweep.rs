@@ -24,7 +24,8 @@
 //! `list` (print the shapes and an estimate of the run time, then exit; needs no GPU), `quick`
 //! (about 30 rows across every regime), `filter=<substring>` (only groups containing it, e.g.
 //! `filter=Llama`, `filter=random`). Writes `gemm_sweep.csv` and `gemm_sweep.svg` to `$OUT` (or
-//! the current directory). Exits non-zero when a check fails, after writing both.
+//! the current directory). Exits non-zero, after writing both, when a row errors or our result
+//! fails its check (cuBLAS outside the tolerance is reported only).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -62,6 +63,8 @@ const EDGE_SAMPLES: u64 = 16;
 /// of summation (tensor-core, split-K, stream-K); this many of them is allowed. A lost K-slice
 /// of 64 products errs by about √64·|a·b| ≈ 3, above the tolerance at every K swept.
 const ACCUMULATION_SIGMAS: f64 = 4.0;
+/// Values per generator stream of the pool.
+const POOL_CHUNK: usize = 1 << 24;
 /// Rows between SM-clock reads.
 const CLOCK_EVERY: usize = 25;
 /// Ratio below which a row counts as a clear loss in the summary.
@@ -74,7 +77,7 @@ const EST_ISSUE_S: f64 = 8e-6;
 const EST_ROW_OVERHEAD_S: f64 = 0.012;
 
 /// Which library a call runs.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Side {
     Ours,
     Cublas,
@@ -109,13 +112,16 @@ struct Pool {
 }
 
 impl Pool {
-    /// `len` values, generated on every core (one xorshift stream per chunk) and uploaded.
+    /// `len` values, generated on every core (one xorshift stream per [`POOL_CHUNK`] values, so
+    /// the values do not depend on the core count) and uploaded.
     fn new(stream: &Arc<CudaStream>, len: usize) -> Result<Pool> {
         let mut host = vec![bf16::ZERO; len];
+        let mut chunks: Vec<(usize, &mut [bf16])> = host.chunks_mut(POOL_CHUNK).enumerate().collect();
         let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+        let per_thread = chunks.len().div_ceil(threads).max(1);
         std::thread::scope(|scope| {
-            for (i, part) in host.chunks_mut(len.div_ceil(threads).max(1)).enumerate() {
-                scope.spawn(move || fill_random_bf16(i as u64 + 1, part));
+            for group in chunks.chunks_mut(per_thread) {
+                scope.spawn(move || group.iter_mut().for_each(|(i, part)| fill_random_bf16(*i as u64 + 1, part)));
             }
         });
         let device = stream.clone_htod(&host)?;
@@ -149,9 +155,9 @@ impl<'a> Calls<'a> {
     ) -> Result<Calls<'a>> {
         let Shape { m, n, k, .. } = *shape;
         let rotation = Rotation::of(shape);
-        let outputs = || (0..rotation.sets).map(|_| stream.alloc_zeros::<bf16>(m * n)).collect::<Vec<_>>();
-        let d_ours = outputs().into_iter().collect::<std::result::Result<_, _>>()?;
-        let d_blas = outputs().into_iter().collect::<std::result::Result<_, _>>()?;
+        let outputs =
+            || (0..rotation.sets).map(|_| stream.alloc_zeros::<bf16>(m * n)).collect::<std::result::Result<_, _>>();
+        let (d_ours, d_blas) = (outputs()?, outputs()?);
         let (problem, config) = (GemmProblem::new(m, n, k), linear_layer_config(m, n, k));
         Ok(Calls { wf, stream, blas, pool, shape, problem, config, rotation, d_ours, d_blas, issued: [0; 2] })
     }
@@ -206,9 +212,6 @@ impl Row {
     /// cuBLAS time ÷ ours.
     fn ratio(&self) -> f64 {
         self.blas_s / self.ours_s
-    }
-    fn passed(&self) -> bool {
-        self.check.iter().all(|&c| c <= 1.0)
     }
     /// The row's values, one per [`COLUMNS`] entry.
     fn cells(&self) -> [String; COLUMNS.len()] {
@@ -420,25 +423,35 @@ fn main() -> Result<()> {
     let pool_len = rows.iter().map(|s| Rotation::of(s).pool_len()).max().unwrap_or(0);
     let pool = Pool::new(&stream, pool_len)?;
     println!("{}", table_line(&COLUMNS.map(|c| c.1.to_string())));
-    let mut measured: Vec<Row> = Vec::new();
+    let (mut measured, mut errors): (Vec<Row>, usize) = (Vec::new(), 0);
     let mut clock = sm_clock_mhz();
     for (i, shape) in rows.iter().enumerate() {
         if i > 0 && i % CLOCK_EVERY == 0 {
             clock = sm_clock_mhz();
             println!("-- SM clock {clock} MHz");
         }
-        let mut calls = Calls::new(&wf, &stream, &blas, &pool, shape)?;
-        let mut row = measure(&mut calls, &timer)?;
-        row.clock = clock.clone();
-        println!("{}", table_line(&row.cells()));
-        measured.push(row);
+        // A row that errors is reported and counted, and the sweep goes on (a sticky CUDA
+        // error then fails every later row too, which the log makes plain).
+        match Calls::new(&wf, &stream, &blas, &pool, shape).and_then(|mut calls| measure(&mut calls, &timer)) {
+            Ok(mut row) => {
+                row.clock = clock.clone();
+                println!("{}", table_line(&row.cells()));
+                measured.push(row);
+            }
+            Err(e) => {
+                println!("{} {}×{}×{}: ERROR {e}", shape.group, shape.m, shape.n, shape.k);
+                errors += 1;
+            }
+        }
     }
     println!("-- SM clock {} MHz", sm_clock_mhz());
     summary(&measured);
     write_outputs(&measured, &format!("{gpu}, cuBLAS {cublas}"))?;
-    let failed = measured.iter().filter(|r| !r.passed()).count();
-    if failed > 0 {
-        return Err(format!("{failed} rows failed the float64 check").into());
+    // cuBLAS outside the tolerance is reported, not failed: it says the tolerance's model does
+    // not fit cuBLAS's reduction, not that warpforge is wrong.
+    let failed = measured.iter().filter(|r| r.check[0] > 1.0).count();
+    if failed + errors > 0 {
+        return Err(format!("{failed} rows failed the float64 check, {errors} rows errored").into());
     }
     Ok(())
 }
@@ -467,8 +480,8 @@ fn summary(rows: &[Row]) {
     let s = &worst.shape;
     println!("min ratio {:.3} at {} {}×{}×{}", worst.ratio(), s.group, s.m, s.n, s.k);
     let losses = rows.iter().filter(|r| r.ratio() < LOSS_RATIO).count();
-    let failed = rows.iter().filter(|r| !r.passed()).count();
-    println!("{losses} rows below {LOSS_RATIO}; {failed} rows failed the check");
+    let [ours, cublas] = [0, 1].map(|side| rows.iter().filter(|r| r.check[side] > 1.0).count());
+    println!("{losses} rows below {LOSS_RATIO}; outside the check's tolerance: ours {ours} rows, cuBLAS {cublas}");
 }
 
 /// `gemm_sweep.csv` (one line a row) and `gemm_sweep.svg` (the ratios grouped by regime).
