@@ -17,18 +17,16 @@
 //! card's thermal rhythm for the others). Writes `gemm_bf16.csv` and
 //! `gemm_bf16.svg` to `$OUT` (or the current directory).
 
-use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
+use cudarc::cublas::Gemm;
+use cudarc::driver::CudaSlice;
 use half::bf16;
-use warpforge::{Clusters, Consumers, Device, Epilogue, GemmProblem, TileWidth, Warpforge};
+use warpforge::{Clusters, Consumers, Epilogue, GemmProblem, TileWidth};
 
 #[path = "common.rs"]
 mod common;
-use common::{median, random_bf16, sm_clock_mhz};
+use common::{Bar, Bench, Result, geomean, linear_layer_config, median, random_bf16, ratio_svg, sm_clock_mhz};
 
 /// Bytes of operands that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
@@ -84,23 +82,15 @@ struct Set {
     d_blas: CudaSlice<bf16>,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> Result<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let probe = std::env::args().any(|a| a == "probe");
     // The forced variants timed: cooperative, ping-pong, narrow, and clusters on request.
     let forced_variants = if std::env::args().any(|a| a == "clusters") { 4 } else { 3 };
     let only_m: Option<usize> = std::env::args().find_map(|a| a.strip_prefix("m=").and_then(|m| m.parse().ok()));
-    let device = match Device::new(0) {
-        Ok(d) => d,
-        Err(e) => {
-            println!("gemm_bf16 bench: no GPU ({e}); nothing to measure");
-            return Ok(());
-        }
+    let Some(Bench { device, wf, stream, blas, timer }) = Bench::open("gemm_bf16")? else {
+        return Ok(());
     };
-    let wf = Warpforge::new(&device)?;
-    let stream: Arc<CudaStream> = device.stream().clone();
-    let blas = CudaBlas::new(stream.clone())?;
-    let ctx = device.context().clone();
     println!(
         "{} — warpforge bf16 GEMM (variant chosen per shape; cooperative, ping-pong and narrow-tile \
          variants, and 2 × 1 clusters, forced in the last columns) vs cuBLAS (bf16 in/out, f32 accumulate)",
@@ -140,18 +130,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             });
         }
         let problem = GemmProblem::new(m, n, k);
-        let blas_cfg = GemmConfig {
-            transa: cublasOperation_t::CUBLAS_OP_T,
-            transb: cublasOperation_t::CUBLAS_OP_N,
-            m: n as i32,
-            n: m as i32,
-            k: k as i32,
-            alpha: bf16::ONE,
-            lda: k as i32,
-            ldb: k as i32,
-            beta: bf16::ZERO,
-            ldc: n as i32,
-        };
+        let blas_cfg = linear_layer_config(m, n, k);
         let run_ours = |set: &mut Set| {
             wf.gemm::<bf16, bf16>(&stream, &problem, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
@@ -165,7 +144,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let run_forced = |forced: &GemmProblem, set: &mut Set| {
             wf.gemm::<bf16, bf16>(&stream, forced, &set.a, &set.b, Epilogue::default(), &mut set.d_ours)
         };
-        let run_blas = |set: &mut Set| -> Result<(), Box<dyn std::error::Error>> {
+        let run_blas = |set: &mut Set| -> Result<()> {
             // SAFETY: cuBLAS reads B (n×k) and A (m×k) and writes D (m×n), the sizes allocated above.
             unsafe { blas.gemm(blas_cfg, &set.b, &set.a, &mut set.d_blas)? };
             Ok(())
@@ -208,38 +187,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let reps = ((0.01 / (per_pair / 2.0)).ceil() as usize).clamp(3, 200);
         let (mut t_ours, mut t_blas) = (Vec::new(), Vec::new());
         let mut t_forced = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
-        // Host time to issue one call (validation, descriptors, launch): when it exceeds the
-        // GPU time, the stream starves and the event timing measures the host instead.
+        // Host time to issue one call (validation, descriptors, launch): see BatchTimer.
         let (mut issue_ours, mut issue_blas) = (Vec::new(), Vec::new());
-        let begin = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-        let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
         for _ in 0..ROUNDS {
-            begin.record(&stream)?;
-            let issue = Instant::now();
-            for r in 0..reps {
-                run_ours(&mut sets[r % sets_n])?;
-            }
-            issue_ours.push(issue.elapsed().as_secs_f64() / reps as f64);
-            end.record(&stream)?;
-            end.synchronize()?;
-            t_ours.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
-            begin.record(&stream)?;
-            let issue = Instant::now();
-            for r in 0..reps {
-                run_blas(&mut sets[r % sets_n])?;
-            }
-            issue_blas.push(issue.elapsed().as_secs_f64() / reps as f64);
-            end.record(&stream)?;
-            end.synchronize()?;
-            t_blas.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
+            let (gpu_s, issue_s) = timer.per_call(&stream, reps, |r| Ok(run_ours(&mut sets[r % sets_n])?))?;
+            t_ours.push(gpu_s);
+            issue_ours.push(issue_s);
+            let (gpu_s, issue_s) = timer.per_call(&stream, reps, |r| run_blas(&mut sets[r % sets_n]))?;
+            t_blas.push(gpu_s);
+            issue_blas.push(issue_s);
             for (forced, times) in arrangements.iter().zip(t_forced.iter_mut()).take(forced_variants) {
-                begin.record(&stream)?;
-                for r in 0..reps {
-                    run_forced(forced, &mut sets[r % sets_n])?;
-                }
-                end.record(&stream)?;
-                end.synchronize()?;
-                times.push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
+                times.push(timer.per_call(&stream, reps, |r| Ok(run_forced(forced, &mut sets[r % sets_n])?))?.0);
             }
         }
         let clock = sm_clock_mhz();
@@ -257,52 +215,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         rows.push((group, m, n, k, ours_tf, blas_tf, ratio, clock));
     }
-    let geomean = |g: &str| {
-        let r: Vec<f64> = rows.iter().filter(|x| x.0 == g).map(|x| x.6.ln()).collect();
-        if r.is_empty() { f64::NAN } else { (r.iter().sum::<f64>() / r.len() as f64).exp() }
-    };
-    println!("geomean ratio: square {:.3}, llm {:.3}, wave {:.3}", geomean("square"), geomean("llm"), geomean("wave"));
+    let of_group = |g: &str| geomean(rows.iter().filter(|x| x.0 == g).map(|x| x.6));
+    println!(
+        "geomean ratio: square {:.3}, llm {:.3}, wave {:.3}",
+        of_group("square"),
+        of_group("llm"),
+        of_group("wave")
+    );
     let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
     let mut csv = String::from("group,m,n,k,warpforge_tflops,cublas_tflops,ratio,sm_mhz\n");
     for r in &rows {
         csv.push_str(&format!("{},{},{},{},{:.1},{:.1},{:.4},{}\n", r.0, r.1, r.2, r.3, r.4, r.5, r.6, r.7));
     }
     std::fs::write(format!("{out}/gemm_bf16.csv"), csv)?;
-    std::fs::write(
-        format!("{out}/gemm_bf16.svg"),
-        svg(&rows.iter().map(|r| (format!("{}×{}×{}", r.1, r.2, r.3), r.6)).collect::<Vec<_>>()),
-    )?;
+    let bars: Vec<Bar> = rows
+        .iter()
+        .map(|r| Bar { label: format!("{}×{}×{}", r.1, r.2, r.3), ratio: r.6, section: String::new() })
+        .collect();
+    std::fs::write(format!("{out}/gemm_bf16.svg"), ratio_svg("warpforge bf16 GEMM ÷ cuBLAS (H200)", &bars, 28.0))?;
     Ok(())
-}
-
-/// A bar chart of ratios (1.0 line marked), one bar per shape.
-fn svg(bars: &[(String, f64)]) -> String {
-    let (w, h, pad) = (28.0 * bars.len() as f64 + 80.0, 360.0, 60.0);
-    let max = bars.iter().map(|b| b.1).fold(1.2f64, f64::max);
-    let y = |v: f64| h - pad - v / max * (h - 2.0 * pad);
-    let mut s = format!(
-        "<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='9'>\n"
-    );
-    s.push_str("<text x='10' y='20' font-size='13'>warpforge bf16 GEMM ÷ cuBLAS (H200)</text>\n");
-    for (i, (label, ratio)) in bars.iter().enumerate() {
-        let x = 60.0 + 28.0 * i as f64;
-        let color = if *ratio >= 1.0 { "#2a7" } else { "#c64" };
-        s.push_str(&format!(
-            "<rect x='{x}' y='{:.1}' width='20' height='{:.1}' fill='{color}'/>\n",
-            y(*ratio),
-            y(0.0) - y(*ratio)
-        ));
-        s.push_str(&format!(
-            "<text transform='translate({:.1},{:.1}) rotate(60)'>{label}</text>\n",
-            x + 4.0,
-            h - pad + 8.0
-        ));
-        s.push_str(&format!("<text x='{x}' y='{:.1}'>{ratio:.2}</text>\n", y(*ratio) - 3.0));
-    }
-    s.push_str(&format!(
-        "<line x1='50' x2='{w}' y1='{0:.1}' y2='{0:.1}' stroke='#000' stroke-dasharray='4'/>\n",
-        y(1.0)
-    ));
-    s.push_str("</svg>\n");
-    s
 }

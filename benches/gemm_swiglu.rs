@@ -30,17 +30,17 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaSlice, CudaStream, sys::CUevent_flags};
+use cudarc::cublas::{CudaBlas, Gemm};
+use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
-use warpforge::{Consumers, Device, SwigluProblem, TileWidth, Warpforge, interleave_gate_up};
+use warpforge::{Consumers, SwigluProblem, TileWidth, Warpforge, interleave_gate_up};
 
 #[path = "common.rs"]
 mod common;
-use common::{median, random_bf16, sm_clock_mhz};
-
-type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+use common::{
+    ABS_FLOOR, BatchTimer, Bench, EPS_BF16, EPS_F32, Result, geomean, linear_layer_config, median, mix, random_bf16,
+    sm_clock_mhz,
+};
 
 /// Bytes of activation sets that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
@@ -58,12 +58,6 @@ const WARMUP_SECONDS: f64 = 0.05;
 const ROUND_SECONDS: f64 = 0.015;
 /// Elements at which the two outputs are compared with each other and with float64.
 const VERIFY_SAMPLES: usize = 2048;
-/// Unit roundoff of bf16.
-const EPS_BF16: f64 = 1.0 / 256.0;
-/// Unit roundoff of f32.
-const EPS_F32: f64 = 1.0 / (1u64 << 24) as f64;
-/// Absolute rounding step of bf16 near zero (subnormal spacing, doubled).
-const ABS_FLOOR: f64 = 2.0 * f32::MIN_POSITIVE as f64;
 
 /// (model, hidden, intermediate).
 const MLPS: [(&str, usize, usize); 5] = [
@@ -93,13 +87,6 @@ struct Acts {
 
 fn silu(x: f64) -> f64 {
     x / (1.0 + (-x).exp())
-}
-
-/// SplitMix64 finaliser: the verification positions.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// The host copy of one MLP's weights (copy 0) and its device copies.
@@ -181,17 +168,9 @@ struct Row {
 fn main() -> Result<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let only_m: Option<usize> = std::env::args().find_map(|a| a.strip_prefix("m=").and_then(|m| m.parse().ok()));
-    let device = match Device::new(0) {
-        Ok(d) => d,
-        Err(e) => {
-            println!("gemm_swiglu bench: no GPU ({e}); nothing to measure");
-            return Ok(());
-        }
+    let Some(Bench { device, wf, stream, blas, timer }) = Bench::open("gemm_swiglu")? else {
+        return Ok(());
     };
-    let wf = Warpforge::new(&device)?;
-    let stream: Arc<CudaStream> = device.stream().clone();
-    let blas = CudaBlas::new(stream.clone())?;
-    let ctx = device.context().clone();
     println!(
         "{} — warpforge fused gate-up + SwiGLU vs cuBLAS GEMM (M × 2I) + warpforge silu_mul; bf16, f32 accumulate",
         device.attributes().name
@@ -227,29 +206,19 @@ fn main() -> Result<()> {
         }
         let mlp = Mlp::new(&stream, name, hidden, intermediate)?;
         for m in tokens {
-            rows.push(run_shape(&wf, &stream, &blas, &ctx, &mlp, m)?);
+            rows.push(run_shape(&wf, &stream, &blas, &timer, &mlp, m)?);
         }
     }
 
-    let geomean = |rows: &[&Row]| {
-        if rows.is_empty() {
-            f64::NAN
-        } else {
-            (rows.iter().map(|r| r.ratio.ln()).sum::<f64>() / rows.len() as f64).exp()
-        }
-    };
+    let ratios = |rows: &[&Row]| geomean(rows.iter().map(|r| r.ratio));
     let by_m: Vec<String> = TOKENS
         .iter()
         .filter_map(|&m| {
             let group: Vec<&Row> = rows.iter().filter(|r| r.m == m).collect();
-            (!group.is_empty()).then(|| format!("M={m} {:.3}", geomean(&group)))
+            (!group.is_empty()).then(|| format!("M={m} {:.3}", ratios(&group)))
         })
         .collect();
-    println!(
-        "geomean ratio unfused / fused: {}; all {:.3}",
-        by_m.join(", "),
-        geomean(&rows.iter().collect::<Vec<_>>())
-    );
+    println!("geomean ratio unfused / fused: {}; all {:.3}", by_m.join(", "), ratios(&rows.iter().collect::<Vec<_>>()));
 
     let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
     let mut csv = String::from(
@@ -283,7 +252,7 @@ fn run_shape(
     wf: &Warpforge,
     stream: &Arc<CudaStream>,
     blas: &CudaBlas,
-    ctx: &Arc<cudarc::driver::CudaContext>,
+    timer: &BatchTimer,
     mlp: &Mlp,
     m: usize,
 ) -> Result<Row> {
@@ -307,18 +276,7 @@ fn run_shape(
     let cooperative = forced(Consumers::Cooperative, TileWidth::Wide);
     let pingpong = forced(Consumers::PingPong, TileWidth::Wide);
     let narrow = forced(Consumers::Cooperative, TileWidth::Narrow);
-    let blas_cfg = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_T,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: (2 * intermediate) as i32,
-        n: m as i32,
-        k: hidden as i32,
-        alpha: bf16::ONE,
-        lda: hidden as i32,
-        ldb: hidden as i32,
-        beta: bf16::ZERO,
-        ldc: (2 * intermediate) as i32,
-    };
+    let blas_cfg = linear_layer_config(m, 2 * intermediate, hidden);
     let run = |side: Side, w: &Weights, a: &mut Acts| -> Result<()> {
         match side {
             Side::Fused => wf.swiglu(stream, &problem, &a.x, &w.gate_up, &mut a.out_fused)?,
@@ -359,8 +317,6 @@ fn run_shape(
     let per_iteration = start.elapsed().as_secs_f64() / iterations as f64;
     let reps = ((ROUND_SECONDS / per_iteration).ceil() as usize).clamp(1, 200);
 
-    let begin = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
     let mut times: [Vec<f64>; 6] = Default::default();
     for round in 0..ROUNDS {
         // The two compared sides alternate which goes first; the forced variants follow.
@@ -369,11 +325,7 @@ fn run_shape(
             order.swap(0, 1);
         }
         for side in order {
-            begin.record(stream)?;
-            batch(side, reps, &mut sets)?;
-            end.record(stream)?;
-            end.synchronize()?;
-            times[side as usize].push(begin.elapsed_ms(&end)? as f64 / 1e3 / reps as f64);
+            times[side as usize].push(timer.per_call(stream, reps, |_| batch(side, 1, &mut sets))?.0);
         }
     }
     let clock = sm_clock_mhz();
