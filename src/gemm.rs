@@ -14,9 +14,10 @@ use cudarc::driver::{
     CudaSlice, CudaStream, CudaView, DevicePtr, DevicePtrMut, DeviceRepr, DeviceSlice, SyncOnDrop, ValidAsZeroBits,
 };
 use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, PINGPONG_BLOCK_M, SMEM_BYTES, STORE_BOX_COLS, THREADS};
-use warpforge_abi::{Activation, GemmParams, PackParams, TilePlan, entries};
+use warpforge_abi::signatures::GemmSm90;
+use warpforge_abi::{Activation, Entry, GemmParams, PackParams, TilePlan, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
-use warpforge_host::{Error, KernelArgs, LaunchConfig, Result, module::Arch};
+use warpforge_host::{Error, LaunchConfig, Result, module::Arch};
 use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
@@ -412,7 +413,7 @@ impl Warpforge {
         let plan = self.plan_sm90(launch.entry, launch.variant, m, launch.tile_cols, k, batch)?;
         let a_map = a_k_major.map(launch.variant.a_box_rows())?;
         let b_map = b_k_major.map(launch.variant.b_box_rows())?;
-        let kernel = self.module().kernel(plan.entry)?;
+        let kernel = self.entry(launch.entry)?;
         let cluster = launch.variant.pairs.then_some(PAIR);
         let mut stream_k_cache = self.stream_k_cache().lock()?;
         let mut stream_k = if plan.schedule == StreamKMode::DataParallel {
@@ -481,21 +482,17 @@ impl Warpforge {
             workspace,
             flags,
         };
-        let mut args = KernelArgs::new();
-        args.push(a_map).push(b_map).push(d_map).push(params).push(plan.tiles);
-        // D's and the stream-K buffers' guards drop with `args`, after the kernel is enqueued.
-        args.keep(d_access);
-        args.extend_guards(workspace_access.into_iter().chain(flags_access));
+        // D's and the stream-K buffers' guards drop after the kernel is enqueued.
+        let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
         let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
         if let Some(shape) = cluster {
             config = config.with_cluster(shape);
         }
-        // SAFETY: (A map, B map, D map, GemmParams, TilePlan) as every GEMM-body entry declares; the D map
-        // is used only when `d_tma` is set and covers exactly D; the A/B maps cover live buffers
+        // SAFETY: the D map is used only when `d_tma` is set and covers exactly D; the A/B maps cover live buffers
         // (scratch copies are dropped stream-ordered); the caller checked D, C and bias against
         // the problem and holds their borrows; stream-K slots and zeroed flags cover the grid,
         // are this stream's alone, and the grid is resident, so every awaited CTA runs.
-        unsafe { kernel.launch(stream, &config, args)? };
+        unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan.tiles), keep)? };
         drop(stream_k_cache);
         Ok(())
     }
@@ -505,7 +502,7 @@ impl Warpforge {
     /// capacity of this device) and the tile plan the kernel follows.
     pub(crate) fn plan_sm90(
         &self,
-        entry: &'static str,
+        entry: Entry<GemmSm90>,
         variant: Variant,
         m: usize,
         tile_cols: usize,
@@ -521,7 +518,8 @@ impl Warpforge {
         let tiles = rows * tiles_n as u64 * ctas_per_worker as u64;
         check(tiles <= u32::MAX as u64, || format!("{tiles} output tiles; at most 2^32 - 1"))?;
         let (rows, k_slices) = (rows as u32, k.div_ceil(BLOCK_K as usize) as u32);
-        let kernel = self.module().kernel(entry)?;
+        let kernel = self.entry(entry)?;
+        let kernel = kernel.kernel();
         // Every resident slot (one CTA per SM; with clusters, every resident pair): the
         // stream-K schedule spreads work over all.
         let cluster = variant.pairs.then_some(PAIR);
@@ -535,7 +533,7 @@ impl Warpforge {
         };
         let tile_plan = tile_plan(rows, tiles_n, raster_rows, k_slices, &schedule, ctas_per_worker)?;
         Ok(GemmPlan {
-            entry,
+            entry: entry.name(),
             consumers: if variant.pingpong { Consumers::PingPong } else { Consumers::Cooperative },
             tile_width: if variant.narrow { TileWidth::Narrow } else { TileWidth::Wide },
             clusters: if variant.pairs { Clusters::Pairs } else { Clusters::Off },
@@ -565,8 +563,8 @@ impl Warpforge {
         self.module().check_context(stream, &[])?;
         // Every GEMM-body entry has the same block and shared memory, so the same persistent
         // capacity; the stream-K grids never exceed it.
-        let kernel = self.module().kernel(entries::GEMM_BF16_BF16)?;
-        let capacity = kernel.plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
+        let kernel = self.entry(entries::GEMM_BF16_BF16)?;
+        let capacity = kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
         self.stream_k_cache().lock()?.buffers(stream, capacity.max(self.sm_count()))?;
         Ok(())
     }
@@ -630,14 +628,13 @@ impl Warpforge {
             dst_ld: dst_ld as u64,
             dst_batch: dst_stride as u64,
         };
-        let kernel = self.module().kernel(entries::PACK_B16)?;
+        let kernel = self.entry(entries::PACK_B16)?;
         let blocks = (total as u64).div_ceil(256).clamp(1, 8 * self.sm_count() as u64) as u32;
-        let mut args = KernelArgs::new();
-        // The source's read and the scratch's write guards drop after the pack is enqueued.
-        args.push(params).keep(access).keep(dst_access);
-        // SAFETY: (PackParams) as declared; the source span was checked by the caller against
-        // the buffer's length for this layout; the destination holds batch·dst_stride elements.
-        unsafe { kernel.launch(stream, &LaunchConfig::linear(blocks, 256), args)? };
+        let config = LaunchConfig::linear(blocks, 256);
+        // SAFETY: the source span was checked by the caller against the buffer's length for
+        // this layout; the destination holds batch·dst_stride elements. The source's read and
+        // the scratch's write guards drop after the pack is enqueued.
+        unsafe { kernel.launch(stream, &config, (params,), [access, dst_access])? };
         let (ptr, len) = (dst_ptr, scratch.len());
         let stride = dst_stride;
         Ok(KMajor { ptr, len, rows, k, ld: dst_ld, stride, batch, _source: None, _scratch: Some(scratch) })
@@ -670,7 +667,7 @@ pub struct GemmPlan {
 /// What one sm_90 GEMM-body launch runs: the entry, its variant, the columns of the tile grid
 /// (rows of B), D's shape and the epilogue math.
 pub(crate) struct Sm90Launch {
-    pub(crate) entry: &'static str,
+    pub(crate) entry: Entry<GemmSm90>,
     pub(crate) variant: Variant,
     pub(crate) tile_cols: usize,
     pub(crate) out: OutputShape,

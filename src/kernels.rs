@@ -1,4 +1,5 @@
-//! Typed entry points to warpforge's kernels: argument checks, grid choice, launch.
+//! The small kernels' entry points (element-wise, the block sum, the persistent-schedule probe):
+//! argument checks, grid choice, typed launch.
 //!
 //! Each method validates what the kernel's safety contract needs (lengths, the stream's and
 //! every buffer's CUDA context) and then launches; the `unsafe` launch is justified right there
@@ -7,11 +8,12 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
-use warpforge_abi::{TileVisit, entries};
-use warpforge_host::{Device, Error, GridPlan, Kernel, KernelArgs, LaunchConfig, Module, Result};
+use warpforge_abi::elements::{Bf16, F16};
+use warpforge_abi::signatures::Saxpy;
+use warpforge_abi::{Entry, TileVisit, entries};
+use warpforge_host::{BufferElement, Error, GridPlan, LaunchConfig, Result};
 
-use crate::gemm::GemmInput;
-use crate::ptx;
+use crate::Warpforge;
 use crate::swiglu::SwigluElement;
 
 /// Threads per block of the element-wise kernels.
@@ -34,60 +36,33 @@ const SILU_MUL_VECTOR: usize = 8;
 /// // SAFETY: (doctest) a plain 32-bit value.
 /// unsafe impl cudarc::driver::DeviceRepr for Mine {}
 /// impl warpforge::kernels::SaxpyElement for Mine {
-///     const KERNEL: &'static str = "saxpy_f32";
+///     type Device = f32;
+///     const SAXPY: warpforge::abi::Entry<warpforge::abi::signatures::Saxpy<f32>> = warpforge::abi::entries::SAXPY_F32;
 /// }
 /// ```
 pub trait SaxpyElement: crate::sealed::Sealed + cudarc::driver::DeviceRepr + Copy + 'static {
+    /// The element as the kernel's parameter list names it.
+    type Device: BufferElement<Host = Self>;
     /// Kernel entry for this dtype.
-    const KERNEL: &'static str;
+    const SAXPY: Entry<Saxpy<Self::Device>>;
 }
 impl SaxpyElement for f32 {
-    const KERNEL: &'static str = entries::SAXPY_F32;
+    type Device = f32;
+    const SAXPY: Entry<Saxpy<f32>> = entries::SAXPY_F32;
 }
 impl SaxpyElement for half::bf16 {
-    const KERNEL: &'static str = entries::SAXPY_BF16;
+    type Device = Bf16;
+    const SAXPY: Entry<Saxpy<Bf16>> = entries::SAXPY_BF16;
 }
 impl SaxpyElement for half::f16 {
-    const KERNEL: &'static str = entries::SAXPY_F16;
-}
-
-/// warpforge's kernels loaded on one device.
-#[derive(Clone, Debug)]
-pub struct Warpforge {
-    module: Module,
-    sm_count: u32,
-    stream_k: crate::gemm::StreamKCache,
+    type Device = F16;
+    const SAXPY: Entry<Saxpy<F16>> = entries::SAXPY_F16;
 }
 
 impl Warpforge {
-    /// Loads the embedded PTX for `device`'s arch (a clear error on any other GPU).
-    pub fn new(device: &Device) -> Result<Self> {
-        let module = Module::load(device, &ptx::SET)?;
-        Ok(Warpforge { module, sm_count: device.attributes().sm_count, stream_k: Default::default() })
-    }
-
-    /// The loaded module.
-    pub fn module(&self) -> &Module {
-        &self.module
-    }
-
-    /// The GEMM's per-stream stream-K buffers.
-    pub(crate) fn stream_k_cache(&self) -> &crate::gemm::StreamKCache {
-        &self.stream_k
-    }
-
-    /// Streaming multiprocessors of the device.
-    pub fn sm_count(&self) -> u32 {
-        self.sm_count
-    }
-
-    fn kernel(&self, name: &str) -> Result<Kernel> {
-        self.module.kernel(name)
-    }
-
     fn elementwise_grid(&self, n: usize) -> u32 {
         let blocks = n.div_ceil(ELEMENTWISE_THREADS as usize) as u64;
-        blocks.clamp(1, (self.sm_count * ELEMENTWISE_BLOCKS_PER_SM) as u64) as u32
+        blocks.clamp(1, (self.sm_count() * ELEMENTWISE_BLOCKS_PER_SM) as u64) as u32
     }
 
     /// `y = a·x + y`, element-wise. `x` and `y` must have the same length.
@@ -98,18 +73,16 @@ impl Warpforge {
         x: &impl DevicePtr<T>,
         y: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
-        self.module.check_context(stream, &[x.stream(), y.stream()])?;
+        self.module().check_context(stream, &[x.stream(), y.stream()])?;
         let n = same_len("saxpy", &[x.len(), y.len()])?;
         if n == 0 {
             return Ok(());
         }
-        let kernel = self.kernel(T::KERNEL)?;
-        let mut args = KernelArgs::new();
-        args.push(n as u64).push(a).push_buffer(x, stream).push_buffer_mut(y, stream);
+        let kernel = self.entry(T::SAXPY)?;
         let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
-        // SAFETY: parameters are (n, a, x, y) as the kernel declares; x and y hold n elements
-        // (checked above) and `y` is borrowed mutably, so it aliases nothing.
-        unsafe { kernel.launch(stream, &config, args) }
+        // SAFETY: x and y hold n elements (checked above) and `y` is borrowed mutably, so it
+        // aliases nothing.
+        unsafe { kernel.launch(stream, &config, (n as u64, a, x, y), []) }
     }
 
     /// `out[r][c] = silu(h[r][c]) · h[r][I + c]` with `I = intermediate`: `h` is `m × 2I`
@@ -126,7 +99,7 @@ impl Warpforge {
         h: &impl DevicePtr<T>,
         out: &mut impl DevicePtrMut<T>,
     ) -> Result<()> {
-        self.module.check_context(stream, &[h.stream(), out.stream()])?;
+        self.module().check_context(stream, &[h.stream(), out.stream()])?;
         if m == 0 || intermediate == 0 {
             return Err(Error::InvalidArgument(format!(
                 "silu_mul: m = {m} and intermediate = {intermediate} must be ≥ 1"
@@ -142,15 +115,12 @@ impl Warpforge {
                 out.len()
             )));
         }
-        let kernel = self.kernel(silu_mul_entry::<T>()?)?;
-        let mut args = KernelArgs::new();
-        args.push(m as u64).push(intermediate as u64).push_buffer(h, stream).push_buffer_mut(out, stream);
+        let kernel = self.entry(T::SILU_MUL)?;
         let grid = self.elementwise_grid(out_len.div_ceil(SILU_MUL_VECTOR));
         let config = LaunchConfig::linear(grid, ELEMENTWISE_THREADS);
-        // SAFETY: parameters (m, intermediate, h, out) as the kernel declares; h holds at least
-        // m·2·intermediate and out m·intermediate elements (checked above), and `out` is
-        // borrowed mutably, so it overlaps nothing `h` reaches.
-        unsafe { kernel.launch(stream, &config, args) }
+        // SAFETY: h holds at least m·2·intermediate and out m·intermediate elements (checked
+        // above), and `out` is borrowed mutably, so it overlaps nothing `h` reaches.
+        unsafe { kernel.launch(stream, &config, (m as u64, intermediate as u64, h, out), []) }
     }
 
     /// `out = a + b`, element-wise f32.
@@ -161,37 +131,32 @@ impl Warpforge {
         b: &impl DevicePtr<f32>,
         out: &mut impl DevicePtrMut<f32>,
     ) -> Result<()> {
-        self.module.check_context(stream, &[a.stream(), b.stream(), out.stream()])?;
+        self.module().check_context(stream, &[a.stream(), b.stream(), out.stream()])?;
         let n = same_len("vector_add_f32", &[a.len(), b.len(), out.len()])?;
         if n == 0 {
             return Ok(());
         }
-        let kernel = self.kernel(entries::VECTOR_ADD_F32)?;
-        let mut args = KernelArgs::new();
-        args.push(n as u64).push_buffer(a, stream).push_buffer(b, stream).push_buffer_mut(out, stream);
+        let kernel = self.entry(entries::VECTOR_ADD_F32)?;
         let config = LaunchConfig::linear(self.elementwise_grid(n), ELEMENTWISE_THREADS);
-        // SAFETY: parameters (n, a, b, out) as declared; all three hold n elements; `out` is
-        // borrowed mutably so it aliases neither input.
-        unsafe { kernel.launch(stream, &config, args) }
+        // SAFETY: all three buffers hold n elements; `out` is borrowed mutably so it aliases
+        // neither input.
+        unsafe { kernel.launch(stream, &config, (n as u64, a, b, out), []) }
     }
 
     /// Sum of `x`, reduced per block on the GPU (warp shuffles) and across blocks on the host
     /// in f64. Synchronises `stream`.
     pub fn sum_f32(&self, stream: &Arc<CudaStream>, x: &impl DevicePtr<f32>) -> Result<f64> {
-        self.module.check_context(stream, &[x.stream()])?;
+        self.module().check_context(stream, &[x.stream()])?;
         let n = x.len();
         if n == 0 {
             return Ok(0.0);
         }
-        let kernel = self.kernel(entries::BLOCK_SUM_F32)?;
-        let blocks = (n.div_ceil(BLOCK_SUM_THREADS as usize) as u64).clamp(1, 2 * self.sm_count as u64) as u32;
+        let kernel = self.entry(entries::BLOCK_SUM_F32)?;
+        let blocks = (n.div_ceil(BLOCK_SUM_THREADS as usize) as u64).clamp(1, 2 * self.sm_count() as u64) as u32;
         let mut partials = stream.alloc_zeros::<f32>(blocks as usize).map_err(driver("cuMemAlloc"))?;
-        let mut args = KernelArgs::new();
-        args.push(n as u64).push_buffer(x, stream).push_buffer_mut(&mut partials, stream);
         let config = LaunchConfig::linear(blocks, BLOCK_SUM_THREADS);
-        // SAFETY: parameters (n, x, partials) as declared; `x` holds n elements and
-        // `partials` one f32 per block of the grid.
-        unsafe { kernel.launch(stream, &config, args)? };
+        // SAFETY: `x` holds n elements and `partials` one f32 per block of the grid.
+        unsafe { kernel.launch(stream, &config, (n as u64, x, &mut partials), [])? };
         let host = stream.clone_dtoh(&partials).map_err(driver("cuMemcpyDtoH"))?;
         Ok(host.iter().map(|&v| v as f64).sum())
     }
@@ -205,33 +170,21 @@ impl Warpforge {
         tiles_m: u32,
         tiles_n: u32,
     ) -> Result<(GridPlan, Vec<TileVisit>)> {
-        self.module.check_context(stream, &[])?;
+        self.module().check_context(stream, &[])?;
         let tiles = tiles_m as u64 * tiles_n as u64;
         if tiles == 0 || tiles > u32::MAX as u64 {
             return Err(Error::InvalidArgument(format!("tile grid {tiles_m}×{tiles_n} must hold 1..2^32 tiles")));
         }
-        let kernel = self.kernel(entries::PERSISTENT_STATIC_VISIT)?;
-        let plan = kernel.plan_persistent(VISIT_THREADS, 0, None, tiles)?;
+        let kernel = self.entry(entries::PERSISTENT_STATIC_VISIT)?;
+        let plan = kernel.kernel().plan_persistent(VISIT_THREADS, 0, None, tiles)?;
         let mut visits = stream.alloc_zeros::<u32>(tiles as usize * 4).map_err(driver("cuMemAlloc"))?;
-        let mut args = KernelArgs::new();
-        args.push(tiles_m).push(tiles_n).push_buffer_mut(&mut visits, stream);
         let config = LaunchConfig::linear(plan.blocks, VISIT_THREADS);
-        // SAFETY: parameters (tiles_m, tiles_n, visits) as declared; `visits` holds one zeroed
-        // 16-byte TileVisit per tile (4 u32 each).
-        unsafe { kernel.launch(stream, &config, args)? };
+        // SAFETY: `visits` holds one zeroed 16-byte TileVisit per tile (4 u32 each).
+        unsafe { kernel.launch(stream, &config, (tiles_m, tiles_n, &mut visits), [])? };
         let raw = stream.clone_dtoh(&visits).map_err(driver("cuMemcpyDtoH"))?;
         let records =
             raw.chunks_exact(4).map(|c| TileVisit { count: c[0], worker: c[1], iteration: c[2], sm: c[3] }).collect();
         Ok((plan, records))
-    }
-}
-
-/// The `silu_mul` entry for the element type `T`.
-fn silu_mul_entry<T: SwigluElement>() -> Result<&'static str> {
-    match <T as GemmInput>::NAME {
-        "bf16" => Ok(entries::SILU_MUL_BF16),
-        "f16" => Ok(entries::SILU_MUL_F16),
-        other => Err(Error::InvalidArgument(format!("silu_mul: no kernel for {other} elements"))),
     }
 }
 

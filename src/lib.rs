@@ -34,10 +34,11 @@ pub mod kernels;
 pub mod ptx;
 mod sealed;
 pub mod swiglu;
+mod warpforge;
 
 pub use gemm::{COperand, Clusters, Consumers, Epilogue, GemmExtents, GemmPlan, GemmProblem, Layout, TileWidth};
-pub use kernels::Warpforge;
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
+pub use warpforge::Warpforge;
 pub use warpforge_abi as abi;
 pub use warpforge_abi::Activation;
 pub use warpforge_host as host;

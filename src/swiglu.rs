@@ -16,8 +16,10 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
-use warpforge_abi::entries;
-use warpforge_host::{Error, Result};
+use warpforge_abi::elements::{Bf16, F16};
+use warpforge_abi::signatures::{GemmSm90, SiluMul};
+use warpforge_abi::{Entry, entries};
+use warpforge_host::{BufferElement, Error, Result};
 
 use crate::gemm::{Clusters, EpilogueMath, GemmInput, GemmPlan, GemmProblem, OutputShape, Sm90Launch, Variant, check};
 use crate::{Activation, Consumers, TileWidth, Warpforge};
@@ -54,14 +56,22 @@ const DECODE_ROWS: usize = 64;
 ///     const TMA_STORE: bool = true;
 /// }
 /// impl warpforge::swiglu::SwigluElement for Mine {
-///     const SWIGLU_ENTRIES: [&'static str; 3] = ["a", "b", "c"];
+///     type Device = warpforge::abi::elements::Bf16;
+///     const SWIGLU_ENTRIES: [warpforge::abi::Entry<warpforge::abi::signatures::GemmSm90>; 3] =
+///         [warpforge::abi::entries::GEMM_SWIGLU_BF16; 3];
+///     const SILU_MUL: warpforge::abi::Entry<warpforge::abi::signatures::SiluMul<Self::Device>> =
+///         warpforge::abi::entries::SILU_MUL_BF16;
 /// }
 /// ```
 pub trait SwigluElement: GemmInput + crate::gemm::GemmOutput {
+    /// The element as the kernels' parameter lists name it.
+    type Device: BufferElement<Host = Self>;
     /// The fused kernel's entries for this type: cooperative, ping-pong, narrow.
-    const SWIGLU_ENTRIES: [&'static str; 3];
+    const SWIGLU_ENTRIES: [Entry<GemmSm90>; 3];
+    /// The unfused `silu_mul` kernel for this type.
+    const SILU_MUL: Entry<SiluMul<Self::Device>>;
     /// The entry of a variant.
-    fn swiglu_entry(pingpong: bool, narrow: bool) -> &'static str {
+    fn swiglu_entry(pingpong: bool, narrow: bool) -> Entry<GemmSm90> {
         let [cooperative, pingpong_entry, narrow_entry] = Self::SWIGLU_ENTRIES;
         if pingpong {
             pingpong_entry
@@ -73,12 +83,16 @@ pub trait SwigluElement: GemmInput + crate::gemm::GemmOutput {
     }
 }
 impl SwigluElement for half::bf16 {
-    const SWIGLU_ENTRIES: [&'static str; 3] =
+    type Device = Bf16;
+    const SWIGLU_ENTRIES: [Entry<GemmSm90>; 3] =
         [entries::GEMM_SWIGLU_BF16, entries::GEMM_SWIGLU_BF16_PINGPONG, entries::GEMM_SWIGLU_BF16_NARROW];
+    const SILU_MUL: Entry<SiluMul<Bf16>> = entries::SILU_MUL_BF16;
 }
 impl SwigluElement for half::f16 {
-    const SWIGLU_ENTRIES: [&'static str; 3] =
+    type Device = F16;
+    const SWIGLU_ENTRIES: [Entry<GemmSm90>; 3] =
         [entries::GEMM_SWIGLU_F16, entries::GEMM_SWIGLU_F16_PINGPONG, entries::GEMM_SWIGLU_F16_NARROW];
+    const SILU_MUL: Entry<SiluMul<F16>> = entries::SILU_MUL_F16;
 }
 
 /// One fused gate-up + SwiGLU call: `x` is `m × hidden`, each weight `intermediate × hidden`,

@@ -11,12 +11,12 @@ use warpforge::ptx::{self, Arch};
 const ARCHS: [Arch; 2] = [Arch::Sm90a, Arch::Sm100a];
 
 const FOUNDATION_ENTRIES: [&str; 6] = [
-    entries::SAXPY_F32,
-    entries::SAXPY_BF16,
-    entries::SAXPY_F16,
-    entries::VECTOR_ADD_F32,
-    entries::BLOCK_SUM_F32,
-    entries::PERSISTENT_STATIC_VISIT,
+    entries::SAXPY_F32.name(),
+    entries::SAXPY_BF16.name(),
+    entries::SAXPY_F16.name(),
+    entries::VECTOR_ADD_F32.name(),
+    entries::BLOCK_SUM_F32.name(),
+    entries::PERSISTENT_STATIC_VISIT.name(),
 ];
 
 #[test]
@@ -36,12 +36,12 @@ fn kernel_attributes_reach_the_ptx() {
     for arch in ARCHS {
         let entries = entry_directives(ptx::module(arch));
         let find = |name: &str| entries.iter().find(|e| e.name == name).unwrap().clone();
-        let sum = find(entries::BLOCK_SUM_F32);
+        let sum = find(entries::BLOCK_SUM_F32.name());
         assert_eq!(sum.reqntid, Some([256, 1, 1]), "#[kernel(threads = 256)] → .reqntid");
         assert_eq!(sum.param_count, 3);
-        let visit = find(entries::PERSISTENT_STATIC_VISIT);
+        let visit = find(entries::PERSISTENT_STATIC_VISIT.name());
         assert_eq!((visit.reqntid, visit.minnctapersm), (Some([128, 1, 1]), Some(1)));
-        assert_eq!(find(entries::SAXPY_F32).maxntid, Some([1024, 1, 1]));
+        assert_eq!(find(entries::SAXPY_F32.name()).maxntid, Some([1024, 1, 1]));
     }
 }
 
@@ -87,7 +87,11 @@ fn ptxas_assembles_every_embedded_module() {
         }
         assert!(!(require && ptx::ORIGIN == "built"), "{name}: built without ptxas although WARPFORGE_REQUIRE_PTXAS=1");
         let Some(ptxas) = warpforge_builder::ptxas::find() else {
-            assert!(!require, "WARPFORGE_REQUIRE_PTXAS=1 but no ptxas found ({})", warpforge_builder::ptxas::SEARCH_ORDER);
+            assert!(
+                !require,
+                "WARPFORGE_REQUIRE_PTXAS=1 but no ptxas found ({})",
+                warpforge_builder::ptxas::SEARCH_ORDER
+            );
             eprintln!("SKIPPED ptxas check of {name}: no ptxas found ({})", warpforge_builder::ptxas::SEARCH_ORDER);
             continue;
         };
@@ -164,4 +168,55 @@ fn every_raw_ptx_wrapper_assembles_for_its_arch() {
             None => eprintln!("SKIPPED ptxas for {}: no ptxas found", module.arch),
         }
     }
+}
+
+/// Every typed entry of `abi::entries` matches its kernel in the sm_90a module: the PTX declares
+/// as many parameters as the entry's list, each of the size the host will pass (what
+/// `Module::entry` checks at load time, here for all of them without a GPU).
+#[test]
+fn every_typed_entry_matches_its_ptx_parameters() {
+    use warpforge::host::ParamList;
+    let declared = entry_directives(ptx::SM_90A);
+    fn check<L: ParamList>(declared: &[warpforge::host::ptx_info::EntryDirectives], entry: warpforge::abi::Entry<L>) {
+        let found = declared.iter().find(|e| e.name == entry.name());
+        let found = found.unwrap_or_else(|| panic!("{} is not in the sm_90a module", entry.name()));
+        assert_eq!(found.param_sizes, L::sizes(), "{}: PTX parameter sizes vs the host's list", entry.name());
+    }
+    let d = declared.as_slice();
+    check(d, entries::SAXPY_F32);
+    check(d, entries::SAXPY_BF16);
+    check(d, entries::SAXPY_F16);
+    check(d, entries::SILU_MUL_BF16);
+    check(d, entries::SILU_MUL_F16);
+    check(d, entries::VECTOR_ADD_F32);
+    check(d, entries::BLOCK_SUM_F32);
+    check(d, entries::PERSISTENT_STATIC_VISIT);
+    check(d, entries::PACK_B16);
+    for gemm in [
+        entries::GEMM_BF16_BF16,
+        entries::GEMM_BF16_F16,
+        entries::GEMM_BF16_F32,
+        entries::GEMM_F16_BF16,
+        entries::GEMM_F16_F16,
+        entries::GEMM_F16_F32,
+        entries::GEMM_BF16_BF16_PINGPONG,
+        entries::GEMM_F16_F16_PINGPONG,
+        entries::GEMM_BF16_BF16_NARROW,
+        entries::GEMM_F16_F16_NARROW,
+        entries::GEMM_BF16_BF16_CLUSTER,
+        entries::GEMM_F16_F16_CLUSTER,
+        entries::GEMM_SWIGLU_BF16,
+        entries::GEMM_SWIGLU_F16,
+        entries::GEMM_SWIGLU_BF16_PINGPONG,
+        entries::GEMM_SWIGLU_F16_PINGPONG,
+        entries::GEMM_SWIGLU_BF16_NARROW,
+        entries::GEMM_SWIGLU_F16_NARROW,
+    ] {
+        check(d, gemm);
+    }
+    assert_eq!(
+        declared.len(),
+        27,
+        "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
+    );
 }

@@ -138,7 +138,7 @@ fn persistent_static_schedule_visits_every_tile_exactly_once() {
 fn launches_that_break_the_contract_are_refused_before_the_driver() {
     let (device, wf) = gpu();
     let stream = device.stream();
-    let kernel = wf.module().kernel(entries::BLOCK_SUM_F32).unwrap();
+    let kernel = wf.module().kernel(entries::BLOCK_SUM_F32.name()).unwrap();
     let x = stream.clone_htod(&[1.0f32; 64]).unwrap();
     let mut partials = stream.alloc_zeros::<f32>(1).unwrap();
     let refused = |cfg: LaunchConfig, args: KernelArgs| {
@@ -176,7 +176,7 @@ fn device_attributes_are_those_of_a_hopper_or_blackwell_gpu() {
     assert!(a.sm_count > 0 && a.max_shared_per_block_optin >= 48 * 1024 && a.l2_bytes > 0);
     assert!(a.cluster_launch, "sm_90+ GPUs support clusters");
     let names: Vec<&str> = wf.module().kernel_names().collect();
-    assert!(names.contains(&entries::SAXPY_F32));
+    assert!(names.contains(&entries::SAXPY_F32.name()));
 }
 
 #[test]

@@ -629,7 +629,7 @@ fn gemm_cluster_pair_shapes_match_f64() {
 fn gemm_cluster_entry_fills_the_gpu_with_pairs() {
     use warpforge::abi::{entries, gemm_sm90};
     let (_device, wf) = gpu();
-    let kernel = wf.module().kernel(entries::GEMM_BF16_BF16_CLUSTER).unwrap();
+    let kernel = wf.module().kernel(entries::GEMM_BF16_BF16_CLUSTER.name()).unwrap();
     let plan = kernel.plan_persistent(gemm_sm90::THREADS, gemm_sm90::SMEM_BYTES, Some([2, 1, 1]), u64::MAX).unwrap();
     println!("cluster plan on {} SMs: {plan:?}", wf.sm_count());
     assert_eq!(plan.cluster_size, 2);

@@ -53,7 +53,7 @@ fn a_second_stream_waits_for_the_launch_that_writes_a_buffer() {
     const N: usize = 1 << 20;
     let x = s1.clone_htod(&vec![1.0f32; N]).unwrap();
     let mut y = s1.clone_htod(&vec![2.0f32; N]).unwrap();
-    let kernel = wf.module().kernel(entries::SAXPY_F32).unwrap();
+    let kernel = wf.module().kernel(entries::SAXPY_F32.name()).unwrap();
     let mut args = KernelArgs::new();
     args.push(N as u64).push(3.0f32).push_buffer(&x, &s1).push_buffer_mut(&mut y, &s1);
     assert_eq!(args.guards_held(), 2);
@@ -189,7 +189,7 @@ fn streams_and_buffers_of_another_context_are_refused() {
     let mut d = ours.alloc_zeros::<f32>(64 * 64).unwrap();
     assert!(invalid(wf.gemm::<bf16, f32>(&foreign, &p, &a, &a, Epilogue::default(), &mut d)), "GEMM stream");
     assert!(invalid(wf.gemm::<bf16, f32>(ours, &p, &fa, &a, Epilogue::default(), &mut d)), "GEMM A");
-    let kernel = wf.module().kernel(entries::SAXPY_F32).unwrap();
+    let kernel = wf.module().kernel(entries::SAXPY_F32.name()).unwrap();
     let mut args = KernelArgs::new();
     args.push(4u64).push(1.0f32).push_buffer(&x, &foreign).push_buffer_mut(&mut y, &foreign);
     // SAFETY: refused before any driver call (asserted).

@@ -2,8 +2,9 @@
 //! the cluster shape the caller forces or leaves to `Auto`, the entries that exist for each
 //! input/output pair, and the measured rules behind each `Auto`.
 
-use warpforge_abi::entries;
 use warpforge_abi::gemm_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, NARROW_BLOCK_N, PINGPONG_BLOCK_M};
+use warpforge_abi::signatures::GemmSm90;
+use warpforge_abi::{Entry, entries};
 use warpforge_host::{Error, Result};
 use warpforge_logic::schedule::heuristic::modeled_iterations;
 
@@ -69,7 +70,7 @@ pub(crate) struct Variant {
 }
 
 /// The entries with each variant, by (input, output) names: (ping-pong, narrow, clusters).
-fn variant_entries(input: &str, output: &str) -> Option<[&'static str; 3]> {
+fn variant_entries(input: &str, output: &str) -> Option<[Entry<GemmSm90>; 3]> {
     match (input, output) {
         ("bf16", "bf16") => {
             Some([entries::GEMM_BF16_BF16_PINGPONG, entries::GEMM_BF16_BF16_NARROW, entries::GEMM_BF16_BF16_CLUSTER])
@@ -82,7 +83,7 @@ fn variant_entries(input: &str, output: &str) -> Option<[&'static str; 3]> {
 }
 
 /// The plain cooperative entry (every input/output pair).
-fn cooperative_entry(input: &str, output: &str) -> &'static str {
+fn cooperative_entry(input: &str, output: &str) -> Entry<GemmSm90> {
     match (input, output) {
         ("bf16", "bf16") => entries::GEMM_BF16_BF16,
         ("bf16", "f16") => entries::GEMM_BF16_F16,
@@ -152,7 +153,7 @@ impl Variant {
     }
 
     /// The kernel entry of this variant.
-    pub fn entry(&self, input: &str, output: &str) -> &'static str {
+    pub fn entry(&self, input: &str, output: &str) -> Entry<GemmSm90> {
         match variant_entries(input, output) {
             Some([pingpong, _, _]) if self.pingpong => pingpong,
             Some([_, narrow, _]) if self.narrow => narrow,
@@ -314,7 +315,7 @@ mod tests {
         let plain = with(128, 4096, 4096, Consumers::Auto, TileWidth::Auto);
         let v = choose(&plain, "bf16", "f32").unwrap();
         assert_eq!((v.pingpong, v.narrow, v.pairs), (false, false, false));
-        assert_eq!(v.entry("bf16", "f32"), warpforge_abi::entries::GEMM_BF16_F32);
+        assert_eq!(v.entry("bf16", "f32").name(), warpforge_abi::entries::GEMM_BF16_F32.name());
         // Forcing one choice steers the others' Auto.
         let pingpong = with(128, 4096, 4096, Consumers::PingPong, TileWidth::Auto);
         assert!(choose(&pingpong, "f16", "f16").unwrap().pingpong);
@@ -325,7 +326,7 @@ mod tests {
         let pairs = GemmProblem { clusters: Clusters::Pairs, ..GemmProblem::new(128, 4096, 4096) };
         let v = choose(&pairs, "bf16", "bf16").unwrap();
         assert!(v.pairs && !v.narrow && !v.pingpong && v.b_box_rows() == 128);
-        assert_eq!(v.entry("bf16", "bf16"), warpforge_abi::entries::GEMM_BF16_BF16_CLUSTER);
+        assert_eq!(v.entry("bf16", "bf16").name(), warpforge_abi::entries::GEMM_BF16_BF16_CLUSTER.name());
         let wide = with(128, 4096, 4096, Consumers::Auto, TileWidth::Wide);
         assert_eq!(choose(&wide, "bf16", "bf16").unwrap(), Variant { pingpong: false, narrow: false, pairs: false });
         // Refused: a variant the types lack, and combinations no entry runs.

@@ -84,65 +84,141 @@ pub struct TileVisit {
     pub sm: u32,
 }
 
-/// Names of the kernels in warpforge's own PTX modules, shared by the kernel crate (through
-/// its `#[kernel]` function names) and the host launchers.
+/// A kernel entry of warpforge's modules: its name, typed by its parameter list `P` (a tuple, in
+/// declaration order, of `#[repr(C)]` values and the device-address markers [`In`] and [`Out`]).
+///
+/// The host launches an entry only with arguments of exactly that list (`warpforge_host`'s typed
+/// launch), and checks at load time that the PTX entry declares as many parameters of the same
+/// sizes: a facade cannot push parameters in the wrong order or to the wrong kernel.
+pub struct Entry<P> {
+    name: &'static str,
+    params: core::marker::PhantomData<fn(P)>,
+}
+
+impl<P> Entry<P> {
+    /// The entry called `name` in the PTX, taking `P`.
+    pub const fn new(name: &'static str) -> Self {
+        Entry { name, params: core::marker::PhantomData }
+    }
+
+    /// Its name in the PTX.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<P> Clone for Entry<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Entry<P> {}
+
+impl<P> core::fmt::Debug for Entry<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A parameter holding the device address of a buffer of `E` the kernel only reads (`*const E`).
+pub struct In<E>(core::marker::PhantomData<E>);
+/// A parameter holding the device address of a buffer of `E` the kernel writes (`*mut E`).
+pub struct Out<E>(core::marker::PhantomData<E>);
+
+/// The 16-bit float element types as parameter-list markers (the host maps them to its own
+/// `half` types; the device's are `warpforge_dsl::num::{Bf16, F16}`).
+pub mod elements {
+    /// bfloat16.
+    pub enum Bf16 {}
+    /// IEEE binary16.
+    pub enum F16 {}
+}
+
+/// Parameter lists of warpforge's kernels, one per signature.
+pub mod signatures {
+    use super::{GemmParams, In, Out, PackParams, TensorMap, TilePlan};
+
+    /// `saxpy_*(n, a, x, y)` over elements `E`.
+    pub type Saxpy<E> = (u64, f32, In<E>, Out<E>);
+    /// `silu_mul_*(m, intermediate, h, out)` over elements `E`.
+    pub type SiluMul<E> = (u64, u64, In<E>, Out<E>);
+    /// `vector_add_f32(n, a, b, out)`.
+    pub type VectorAdd = (u64, In<f32>, In<f32>, Out<f32>);
+    /// `block_sum_f32(n, x, partials)`.
+    pub type BlockSum = (u64, In<f32>, Out<f32>);
+    /// `persistent_static_visit(tiles_m, tiles_n, visits)`: `visits` holds one [`super::TileVisit`]
+    /// (four u32) per tile.
+    pub type PersistentVisit = (u32, u32, Out<u32>);
+    /// `pack_b16(params)`.
+    pub type Pack = (PackParams,);
+    /// Every sm_90 GEMM-body entry (plain and SwiGLU): `(a_map, b_map, d_map, params, plan)`.
+    pub type GemmSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan);
+}
+
+/// The kernels of warpforge's own PTX modules, shared by the kernel crate (through its
+/// `#[kernel]` function names) and the host launchers.
 pub mod entries {
+    use super::Entry;
+    use super::elements::{Bf16, F16};
+    use super::signatures::*;
+
     /// `y = a·x + y`, f32.
-    pub const SAXPY_F32: &str = "saxpy_f32";
+    pub const SAXPY_F32: Entry<Saxpy<f32>> = Entry::new("saxpy_f32");
     /// `y = a·x + y`, bf16 storage, f32 arithmetic.
-    pub const SAXPY_BF16: &str = "saxpy_bf16";
+    pub const SAXPY_BF16: Entry<Saxpy<Bf16>> = Entry::new("saxpy_bf16");
     /// `y = a·x + y`, f16 storage, f32 arithmetic.
-    pub const SAXPY_F16: &str = "saxpy_f16";
+    pub const SAXPY_F16: Entry<Saxpy<F16>> = Entry::new("saxpy_f16");
     /// `out = silu(gate) ⊙ up` over an `m × 2I` row-major `[gate | up]`, bf16 storage, f32
     /// arithmetic.
-    pub const SILU_MUL_BF16: &str = "silu_mul_bf16";
+    pub const SILU_MUL_BF16: Entry<SiluMul<Bf16>> = Entry::new("silu_mul_bf16");
     /// `out = silu(gate) ⊙ up`, f16 storage, f32 arithmetic.
-    pub const SILU_MUL_F16: &str = "silu_mul_f16";
+    pub const SILU_MUL_F16: Entry<SiluMul<F16>> = Entry::new("silu_mul_f16");
     /// `out = a + b`, f32.
-    pub const VECTOR_ADD_F32: &str = "vector_add_f32";
+    pub const VECTOR_ADD_F32: Entry<VectorAdd> = Entry::new("vector_add_f32");
     /// Per-block sums of an f32 vector (warp shuffles + shared memory).
-    pub const BLOCK_SUM_F32: &str = "block_sum_f32";
+    pub const BLOCK_SUM_F32: Entry<BlockSum> = Entry::new("block_sum_f32");
     /// Persistent loop over a tile grid with the static scheduler, recording each visit.
-    pub const PERSISTENT_STATIC_VISIT: &str = "persistent_static_visit";
+    pub const PERSISTENT_STATIC_VISIT: Entry<PersistentVisit> = Entry::new("persistent_static_visit");
     /// Strided 16-bit copy into a GEMM operand layout.
-    pub const PACK_B16: &str = "pack_b16";
+    pub const PACK_B16: Entry<Pack> = Entry::new("pack_b16");
     /// GEMM entries: `gemm_<input>_<output>_ws_persistent_sm90`.
-    pub const GEMM_BF16_BF16: &str = "gemm_bf16_bf16_ws_persistent_sm90";
+    pub const GEMM_BF16_BF16: Entry<GemmSm90> = Entry::new("gemm_bf16_bf16_ws_persistent_sm90");
     /// bf16 inputs, f16 output.
-    pub const GEMM_BF16_F16: &str = "gemm_bf16_f16_ws_persistent_sm90";
+    pub const GEMM_BF16_F16: Entry<GemmSm90> = Entry::new("gemm_bf16_f16_ws_persistent_sm90");
     /// bf16 inputs, f32 output.
-    pub const GEMM_BF16_F32: &str = "gemm_bf16_f32_ws_persistent_sm90";
+    pub const GEMM_BF16_F32: Entry<GemmSm90> = Entry::new("gemm_bf16_f32_ws_persistent_sm90");
     /// f16 inputs, bf16 output.
-    pub const GEMM_F16_BF16: &str = "gemm_f16_bf16_ws_persistent_sm90";
+    pub const GEMM_F16_BF16: Entry<GemmSm90> = Entry::new("gemm_f16_bf16_ws_persistent_sm90");
     /// f16 inputs, f16 output.
-    pub const GEMM_F16_F16: &str = "gemm_f16_f16_ws_persistent_sm90";
+    pub const GEMM_F16_F16: Entry<GemmSm90> = Entry::new("gemm_f16_f16_ws_persistent_sm90");
     /// f16 inputs, f32 output.
-    pub const GEMM_F16_F32: &str = "gemm_f16_f32_ws_persistent_sm90";
+    pub const GEMM_F16_F32: Entry<GemmSm90> = Entry::new("gemm_f16_f32_ws_persistent_sm90");
     /// bf16 → bf16 with ping-pong consumers (64 × 256 tiles, one warpgroup each).
-    pub const GEMM_BF16_BF16_PINGPONG: &str = "gemm_bf16_bf16_pingpong_sm90";
+    pub const GEMM_BF16_BF16_PINGPONG: Entry<GemmSm90> = Entry::new("gemm_bf16_bf16_pingpong_sm90");
     /// f16 → f16 with ping-pong consumers.
-    pub const GEMM_F16_F16_PINGPONG: &str = "gemm_f16_f16_pingpong_sm90";
+    pub const GEMM_F16_F16_PINGPONG: Entry<GemmSm90> = Entry::new("gemm_f16_f16_pingpong_sm90");
     /// bf16 → bf16 with 128 × 128 tiles (cooperative consumers, six-stage ring).
-    pub const GEMM_BF16_BF16_NARROW: &str = "gemm_bf16_bf16_narrow_sm90";
+    pub const GEMM_BF16_BF16_NARROW: Entry<GemmSm90> = Entry::new("gemm_bf16_bf16_narrow_sm90");
     /// f16 → f16 with 128 × 128 tiles.
-    pub const GEMM_F16_F16_NARROW: &str = "gemm_f16_f16_narrow_sm90";
+    pub const GEMM_F16_F16_NARROW: Entry<GemmSm90> = Entry::new("gemm_f16_f16_narrow_sm90");
     /// bf16 → bf16, 128 × 256 tiles in 2 × 1 clusters sharing each B slice by multicast.
-    pub const GEMM_BF16_BF16_CLUSTER: &str = "gemm_bf16_bf16_cluster_sm90";
+    pub const GEMM_BF16_BF16_CLUSTER: Entry<GemmSm90> = Entry::new("gemm_bf16_bf16_cluster_sm90");
     /// f16 → f16, 128 × 256 tiles in 2 × 1 clusters.
-    pub const GEMM_F16_F16_CLUSTER: &str = "gemm_f16_f16_cluster_sm90";
+    pub const GEMM_F16_F16_CLUSTER: Entry<GemmSm90> = Entry::new("gemm_f16_f16_cluster_sm90");
     /// Fused gate-up projection + SwiGLU, bf16 in and out (the GEMM body with the SwiGLU
     /// epilogue over an interleaved gate-up weight).
-    pub const GEMM_SWIGLU_BF16: &str = "gemm_swiglu_bf16_sm90";
+    pub const GEMM_SWIGLU_BF16: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_sm90");
     /// Fused gate-up projection + SwiGLU, f16 in and out.
-    pub const GEMM_SWIGLU_F16: &str = "gemm_swiglu_f16_sm90";
+    pub const GEMM_SWIGLU_F16: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_sm90");
     /// Fused gate-up + SwiGLU, bf16, ping-pong consumers (64 × 256 gate-up tiles).
-    pub const GEMM_SWIGLU_BF16_PINGPONG: &str = "gemm_swiglu_bf16_pingpong_sm90";
+    pub const GEMM_SWIGLU_BF16_PINGPONG: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_pingpong_sm90");
     /// Fused gate-up + SwiGLU, f16, ping-pong consumers.
-    pub const GEMM_SWIGLU_F16_PINGPONG: &str = "gemm_swiglu_f16_pingpong_sm90";
+    pub const GEMM_SWIGLU_F16_PINGPONG: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_pingpong_sm90");
     /// Fused gate-up + SwiGLU, bf16, narrow 128 × 128 gate-up tiles (64 outputs per tile row).
-    pub const GEMM_SWIGLU_BF16_NARROW: &str = "gemm_swiglu_bf16_narrow_sm90";
+    pub const GEMM_SWIGLU_BF16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_narrow_sm90");
     /// Fused gate-up + SwiGLU, f16, narrow tiles.
-    pub const GEMM_SWIGLU_F16_NARROW: &str = "gemm_swiglu_f16_narrow_sm90";
+    pub const GEMM_SWIGLU_F16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_narrow_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

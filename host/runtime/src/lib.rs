@@ -13,6 +13,8 @@
 //!   launch contract (block shape, shared memory, cluster shape) before the one unsafe driver
 //!   call, `cuLaunchKernelEx`, which covers plain and cluster launches alike.
 //! * [`planner`] — persistent-grid sizing from SM count, occupancy and max active clusters.
+//! * [`typed`] — launches of an entry typed by its parameter list (`warpforge_abi::Entry`),
+//!   checked against the PTX's declared parameter sizes when the entry is looked up.
 //! * [`tensor_map`] — TMA descriptors over `cuTensorMapEncodeTiled`, every driver rule checked
 //!   before the call.
 //!
@@ -25,6 +27,7 @@ pub mod module;
 pub mod planner;
 pub mod ptx_info;
 pub mod tensor_map;
+pub mod typed;
 
 pub use cudarc;
 pub use device::{Device, DeviceAttributes};
@@ -33,3 +36,4 @@ pub use launch::{KernelArgs, KernelParam, LaunchConfig};
 pub use module::{Kernel, Module, ModuleImage, PtxSet};
 pub use planner::{GridPlan, plan_persistent_grid};
 pub use tensor_map::{TensorMapBuilder, TensorMapError, TmaElement};
+pub use typed::{Arg, BufferElement, LaunchArgs, Param, ParamList, TypedKernel};

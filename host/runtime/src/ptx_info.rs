@@ -24,6 +24,8 @@ pub struct EntryDirectives {
     pub maxnreg: Option<u32>,
     /// Number of parameters.
     pub param_count: usize,
+    /// Bytes of each parameter, in declaration order (`.u64` → 8, `.b8 name[96]` → 96).
+    pub param_sizes: Vec<usize>,
 }
 
 /// Parses every `.entry` of `ptx`.
@@ -46,6 +48,7 @@ pub fn entry_directives(ptx: &str) -> Vec<EntryDirectives> {
         if in_params {
             if line.starts_with(".param") {
                 entry.param_count += 1;
+                entry.param_sizes.push(param_size(line));
             }
             if line.starts_with(')') {
                 in_params = false;
@@ -73,6 +76,22 @@ pub fn entry_directives(ptx: &str) -> Vec<EntryDirectives> {
         out.push(done);
     }
     out
+}
+
+/// Bytes of one `.param` declaration: the array length of a `.b8 name[N]` aggregate, else the
+/// width of its scalar type (0 when neither is recognised, which no host list matches).
+fn param_size(line: &str) -> usize {
+    if let (Some(open), Some(close)) = (line.find('['), line.find(']')) {
+        return line[open + 1..close].trim().parse().unwrap_or(0);
+    }
+    let width = |t: &str| match t {
+        ".u64" | ".s64" | ".b64" | ".f64" => Some(8),
+        ".u32" | ".s32" | ".b32" | ".f32" => Some(4),
+        ".u16" | ".s16" | ".b16" | ".f16" => Some(2),
+        ".u8" | ".s8" | ".b8" => Some(1),
+        _ => None,
+    };
+    line.split_whitespace().find_map(width).unwrap_or(0)
 }
 
 fn dim3(args: &str) -> Option<[u32; 3]> {
@@ -113,11 +132,22 @@ mod tests {
 {
 \tret;
 }
+.visible .entry k3(
+\t.param .u64 .ptr .align 1 k3_param_0,
+\t.param .f32 k3_param_1,
+\t.param .align 8 .b8 k3_param_2[96]
+)
+{
+\tret;
+}
 ";
         let e = entry_directives(ptx);
-        assert_eq!(e.len(), 2);
+        assert_eq!(e[2].param_sizes, [8, 4, 96], "pointer, scalar and aggregate parameters");
+        assert_eq!(e.len(), 3);
         assert_eq!(e[0].name, "k1");
         assert_eq!(e[0].param_count, 2);
+        assert_eq!(e[0].param_sizes, [8, 128]);
+        assert_eq!(e[1].param_sizes, [4]);
         assert_eq!(e[0].reqntid, Some([128, 1, 1]));
         assert_eq!(e[0].minnctapersm, Some(1));
         assert_eq!(e[0].reqnctapercluster, Some([2, 1, 1]));

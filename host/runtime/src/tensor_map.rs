@@ -48,16 +48,34 @@ const _: () = assert!(size_of::<TensorMap>() == size_of::<sys::CUtensorMap>());
 ///
 /// FP8 (E4M3, E5M2) and other byte formats travel as [`u8`]: TMA only moves bytes and never
 /// converts, so the byte type gives the right element size.
-pub trait TmaElement: Copy {
+///
+/// Sealed: the bounds checks of [`TensorMapBuilder::encode`] trust `SIZE` and `DATA_TYPE`, so
+/// only the types below, whose size and driver type agree, implement it:
+///
+/// ```compile_fail,E0277
+/// #[derive(Clone, Copy)]
+/// struct Mine(u8);
+/// impl warpforge_host::TmaElement for Mine {
+///     const DATA_TYPE: cudarc::driver::sys::CUtensorMapDataType =
+///         cudarc::driver::sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+/// }
+/// ```
+pub trait TmaElement: sealed::Sealed + Copy {
     /// The driver's data type.
     const DATA_TYPE: CUtensorMapDataType;
     /// Size of one element in bytes.
     const SIZE: u64 = size_of::<Self>() as u64;
 }
 
+mod sealed {
+    /// Implemented for [`super::TmaElement`]'s types only.
+    pub trait Sealed {}
+}
+
 macro_rules! tma_element {
     ($($ty:ty => $variant:ident),* $(,)?) => {
-        $(impl TmaElement for $ty {
+        $(impl sealed::Sealed for $ty {}
+        impl TmaElement for $ty {
             const DATA_TYPE: CUtensorMapDataType = CUtensorMapDataType::$variant;
         })*
     };

@@ -145,7 +145,9 @@ pub unsafe fn gemm<L: UmmaMainloop, const BLK_M: u32, const BLK_N: u32, const BL
     let elected = unsafe { elect_one() };
     let mut cursor = ClcCursor::<CLC_SLOTS>::start();
     match warp {
-        PRODUCER_WARP => produce::<L, BLK_M, BLK_N, STAGES>(&rings, mainloop, &mut cursor, elected.as_ref(), tiles_n, k_blocks),
+        PRODUCER_WARP => {
+            produce::<L, BLK_M, BLK_N, STAGES>(&rings, mainloop, &mut cursor, elected.as_ref(), tiles_n, k_blocks)
+        }
         MMA_WARP => issue_mmas::<L, BLK_N, STAGES>(&rings, mainloop, &mut cursor, elected.as_ref(), tmem, k_blocks),
         _ => store_tiles::<BLK_M, BLK_N, STAGES>(&rings, &mut cursor, elected.as_ref(), tmem, c, m, n, tiles_n),
     }
