@@ -3,10 +3,10 @@
 //! D = relu(A·Bᵀ)² against a float64 CPU reference.
 
 use half::bf16;
-use warpforge::Device;
-use warpforge::host::cudarc::driver::DevicePtrMut;
-use warpforge::host::tensor_map::Swizzle;
-use warpforge::host::{KernelArgs, KernelParam, LaunchConfig, Module, TensorMapBuilder};
+use warpforge_host::Device;
+use warpforge_host::cudarc::driver::DevicePtrMut;
+use warpforge_host::tensor_map::Swizzle;
+use warpforge_host::{KernelArgs, KernelParam, LaunchConfig, Module, TensorMapBuilder};
 
 use crate::gemm_abi::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, GemmRelu2Params, SMEM_BYTES, THREADS};
 

@@ -8,9 +8,9 @@ mod gemm;
 #[path = "../device/src/gemm_abi.rs"]
 mod gemm_abi;
 
-use warpforge::host::module::Arch;
-use warpforge::host::{KernelArgs, LaunchConfig, Module, PtxSet};
-use warpforge::{Device, Error};
+use warpforge_host::module::Arch;
+use warpforge_host::{KernelArgs, LaunchConfig, Module, PtxSet};
+use warpforge_host::{Device, Error};
 
 use crate::gemm::Shape;
 
