@@ -23,9 +23,11 @@ use warpforge_logic::schedule::stream_k::StreamKMode;
 use crate::Warpforge;
 
 mod schedule;
+mod skinny;
 mod variant;
 mod workspace;
 use schedule::{GemmSchedule, tile_plan};
+pub use skinny::SKINNY_MAX_ROWS;
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
@@ -367,12 +369,6 @@ impl Warpforge {
             check(bias.len() >= p.n, || format!("bias holds {} elements, N is {}", bias.len(), p.n))?;
         }
 
-        // Operands TMA can read in place, or K-major scratch copies; each holds its buffer's
-        // read guard until it drops, after the launch below.
-        let a_k_major =
-            self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, e.lda, e.strides[0], p.batch)?;
-        let b_k_major =
-            self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, e.ldb, e.strides[1], p.batch)?;
         let variant = Variant::choose(p, I::NAME, O::NAME, self.sm_count())?;
         // C's and bias's read guards live to the end of this function, after the launch.
         let c_access = match &epilogue.c {
@@ -392,6 +388,18 @@ impl Warpforge {
             beta: p.beta,
             activation: p.activation,
         };
+        if skinny::eligible(p, &e) {
+            let entry = skinny::entry(I::NAME, O::NAME);
+            if self.launch_skinny(stream, p, &e, entry, a, b, &math, d)? {
+                return Ok(());
+            }
+        }
+        // Operands TMA can read in place, or K-major scratch copies; each holds its buffer's
+        // read guard until it drops, after the launch below.
+        let a_k_major =
+            self.k_major_operand(stream, a, p.a_layout == Layout::RowMajor, p.m, p.k, e.lda, e.strides[0], p.batch)?;
+        let b_k_major =
+            self.k_major_operand(stream, b, p.b_layout == Layout::ColMajor, p.n, p.k, e.ldb, e.strides[1], p.batch)?;
         let out = OutputShape { cols: p.n, ld: e.ldd, batch_stride: e.strides[3] };
         let launch = Sm90Launch { entry: variant.entry(I::NAME, O::NAME), variant, tile_cols: p.n, out, math };
         self.launch_sm90(stream, &launch, &a_k_major, &b_k_major, d)
@@ -533,6 +541,7 @@ impl Warpforge {
         };
         let tile_plan = tile_plan(rows, tiles_n, raster_rows, k_slices, &schedule, ctas_per_worker)?;
         Ok(GemmPlan {
+            path: GemmPath::TensorCores,
             entry: entry.name(),
             consumers: if variant.pingpong { Consumers::PingPong } else { Consumers::Cooperative },
             tile_width: if variant.narrow { TileWidth::Narrow } else { TileWidth::Wide },
@@ -548,10 +557,16 @@ impl Warpforge {
     /// checks; buffers are not needed): which kernel, tile and schedule, on how many CTAs.
     pub fn gemm_plan<I: GemmInput, O: GemmOutput>(&self, problem: &GemmProblem) -> Result<GemmPlan> {
         self.check_sm90("gemm")?;
-        problem.check()?;
+        let extents = problem.check()?;
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
-        self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)
+        let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
+        if !skinny::eligible(problem, &extents) {
+            return Ok(plan);
+        }
+        let entry = skinny::entry(I::NAME, O::NAME);
+        let grid = self.skinny_grid(entry, problem)?;
+        Ok(GemmPlan { entry: entry.name(), path: GemmPath::Skinny, grid, ..plan })
     }
 
     /// Allocates `stream`'s stream-K buffers for the largest grid any GEMM or SwiGLU call on
@@ -641,10 +656,24 @@ impl Warpforge {
     }
 }
 
+/// The two kinds of GEMM kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmPath {
+    /// The persistent warp-specialised wgmma kernels; the plan's tile, schedule and tile plan
+    /// are theirs.
+    TensorCores,
+    /// The decode kernels on the CUDA cores (at most [`SKINNY_MAX_ROWS`] rows; see
+    /// `gemm/skinny.rs`): `entry` and `grid` are theirs, the other fields describe the
+    /// tensor-core plan the call would take if A or B turn out not 16-byte aligned.
+    Skinny,
+}
+
 /// What a GEMM-body call runs, decided before its launch ([`Warpforge::gemm_plan`],
 /// [`Warpforge::swiglu_plan`]): the kernel, its tile, the schedule and the grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmPlan {
+    /// Which kind of kernel runs.
+    pub path: GemmPath,
     /// Kernel entry.
     pub entry: &'static str,
     /// Consumer arrangement run: `Cooperative` or `PingPong`.

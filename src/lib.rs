@@ -36,7 +36,9 @@ mod sealed;
 pub mod swiglu;
 mod warpforge;
 
-pub use gemm::{COperand, Clusters, Consumers, Epilogue, GemmExtents, GemmPlan, GemmProblem, Layout, TileWidth};
+pub use gemm::{
+    COperand, Clusters, Consumers, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, Layout, TileWidth,
+};
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge::Warpforge;
 pub use warpforge_abi as abi;

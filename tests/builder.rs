@@ -214,9 +214,19 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     ] {
         check(d, gemm);
     }
+    for skinny in [
+        entries::GEMM_SKINNY_BF16_BF16,
+        entries::GEMM_SKINNY_BF16_F16,
+        entries::GEMM_SKINNY_BF16_F32,
+        entries::GEMM_SKINNY_F16_BF16,
+        entries::GEMM_SKINNY_F16_F16,
+        entries::GEMM_SKINNY_F16_F32,
+    ] {
+        check(d, skinny);
+    }
     assert_eq!(
         declared.len(),
-        27,
+        33,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

@@ -739,3 +739,44 @@ fn gemm_fixed_shapes_match_f64() {
         run_case::<bf16, bf16>(&case);
     }
 }
+
+/// Decode shapes (M ≤ 8) take the CUDA-core path when A is row-major, B column-major and K,
+/// pitches and batch strides are multiples of 8, and the tensor-core path otherwise; both
+/// match float64 over every output type, the full epilogue, batches, padded pitches and N not
+/// a multiple of the two columns a warp owns.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_decode_rows_take_the_skinny_path_and_match_f64() {
+    use warpforge::GemmPath;
+    let (_, wf) = gpu();
+    for (m, n, k, batch, pad, skinny) in [
+        (1, 4096, 4096, 1, 0, true),
+        (2, 7, 64, 1, 0, true),
+        (3, 301, 520, 2, 8, true),
+        (5, 1, 8, 1, 0, true),
+        (8, 1000, 2048, 3, 0, true),
+        (8, 258, 16, 1, 16, true),
+        (4, 300, 1000, 1, 0, true),
+        (4, 300, 1001, 1, 0, false), // K not a multiple of 8
+        (6, 64, 256, 1, 3, false),   // pitches not multiples of 8
+        (9, 512, 512, 1, 0, false),  // more rows than the path takes
+    ] {
+        let case = Case {
+            pads: [pad; 4],
+            gaps: [(batch > 1).then_some(8); 4],
+            alpha: 0.75,
+            beta: 0.5,
+            with_c: true,
+            with_bias: true,
+            activation: Activation::Silu,
+            ..Case::plain(m, n, k, batch)
+        };
+        let problem = Geometry::of(&case).problem;
+        let plan = wf.gemm_plan::<bf16, bf16>(&problem).unwrap();
+        let want = if skinny { GemmPath::Skinny } else { GemmPath::TensorCores };
+        assert_eq!(plan.path, want, "{m}×{n}×{k} batch {batch} pad {pad}: {plan:?}");
+        run_case::<bf16, bf16>(&case);
+        run_case::<f16, f32>(&case);
+        run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..case.clone() });
+    }
+}

@@ -137,7 +137,7 @@ pub mod elements {
 
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
-    use super::{GemmParams, In, Out, PackParams, TensorMap, TilePlan};
+    use super::{GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan};
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
     pub type Saxpy<E> = (u64, f32, In<E>, Out<E>);
@@ -154,6 +154,8 @@ pub mod signatures {
     pub type Pack = (PackParams,);
     /// Every sm_90 GEMM-body entry (plain and SwiGLU): `(a_map, b_map, d_map, params, plan)`.
     pub type GemmSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan);
+    /// The decode GEMM without tensor cores: `(params, operands)`.
+    pub type GemmSkinny = (GemmParams, SkinnyOperands);
 }
 
 /// The kernels of warpforge's own PTX modules, shared by the kernel crate (through its
@@ -219,6 +221,18 @@ pub mod entries {
     pub const GEMM_SWIGLU_BF16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_narrow_sm90");
     /// Fused gate-up + SwiGLU, f16, narrow tiles.
     pub const GEMM_SWIGLU_F16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_narrow_sm90");
+    /// Decode GEMM (≤ 8 rows) without tensor cores, bf16 inputs, bf16 output.
+    pub const GEMM_SKINNY_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_bf16_sm90");
+    /// bf16 inputs, f16 output.
+    pub const GEMM_SKINNY_BF16_F16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_f16_sm90");
+    /// bf16 inputs, f32 output.
+    pub const GEMM_SKINNY_BF16_F32: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_f32_sm90");
+    /// f16 inputs, bf16 output.
+    pub const GEMM_SKINNY_F16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_f16_bf16_sm90");
+    /// f16 inputs, f16 output.
+    pub const GEMM_SKINNY_F16_F16: Entry<GemmSkinny> = Entry::new("gemm_skinny_f16_f16_sm90");
+    /// f16 inputs, f32 output.
+    pub const GEMM_SKINNY_F16_F32: Entry<GemmSkinny> = Entry::new("gemm_skinny_f16_f32_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -262,6 +276,30 @@ pub struct TilePlan {
     pub units: StreamKScheduler,
     /// Rasterisation rows per batch.
     pub raster_rows: u32,
+}
+
+/// The operands of the decode GEMM without tensor cores (`gemm_skinny_*_sm90`): A (M × K,
+/// M ≤ 8) and B (N × K) per batch, K contiguous, read by 16-byte vectors (so K, the pitches and
+/// the batch strides are multiples of 8 elements and both bases 16-byte aligned).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SkinnyOperands {
+    /// Device address of A.
+    pub a: u64,
+    /// Device address of B.
+    pub b: u64,
+    /// Row pitch of A, elements.
+    pub lda: u64,
+    /// Row pitch of B, elements.
+    pub ldb: u64,
+    /// Batch stride of A, elements.
+    pub stride_a: u64,
+    /// Batch stride of B, elements.
+    pub stride_b: u64,
+    /// The reduction length.
+    pub k: u32,
+    /// Batches.
+    pub batch: u32,
 }
 
 /// Everything the GEMM kernels need besides the two operand tensor maps:

@@ -18,6 +18,8 @@ pub mod gemm_epilogue;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
+pub mod gemm_skinny_sm90;
+#[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_sm90_ctas;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_swiglu_sm90;

@@ -199,6 +199,9 @@ unsafe impl KernelParam for warpforge_abi::GemmParams {}
 unsafe impl KernelParam for warpforge_abi::TilePlan {}
 // SAFETY: #[repr(C)] struct of u64 sizes and device addresses (80 bytes), as above.
 unsafe impl KernelParam for warpforge_abi::PackParams {}
+// SAFETY: #[repr(C)] struct of u64 pitches and device addresses and two u32 (56 bytes), as
+// above.
+unsafe impl KernelParam for warpforge_abi::SkinnyOperands {}
 
 impl Kernel {
     /// Checks `config` against this kernel's launch contract and the device, without launching.
