@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use warpforge::swiglu::{GATE_UP_BLOCK, SwigluElement};
 use warpforge::{Consumers, Error, SwigluProblem, TileWidth, interleave_gate_up};
 
-use crate::common::{EPS_F32, Element, gpu, mix, random_f32};
+use crate::common::{EPS_F32, Element, check_all, gpu, mix, random_f32};
 
 /// Cases per property test and element type.
 const GPU_CASES: u32 = 24;
@@ -52,36 +52,6 @@ fn nonzero<T: SwigluCase>(seed: u64, n: usize, scale: f32) -> Vec<T> {
 
 fn silu(x: f64) -> f64 {
     x / (1.0 + (-x).exp())
-}
-
-/// Runs `check(t)` for `t` in `0..count` on all cores; returns how many failed and the first
-/// few messages.
-fn check_all(count: usize, check: impl Fn(usize) -> Option<String> + Sync) -> (usize, Vec<String>) {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(16);
-    let chunk = count.div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|w| {
-                let check = &check;
-                scope.spawn(move || {
-                    let (mut bad, mut first) = (0usize, Vec::new());
-                    for t in w * chunk..((w + 1) * chunk).min(count) {
-                        if let Some(message) = check(t) {
-                            bad += 1;
-                            if first.len() < 4 {
-                                first.push(message);
-                            }
-                        }
-                    }
-                    (bad, first)
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).fold((0, Vec::new()), |(bad, mut first), (b, f)| {
-            first.extend(f);
-            (bad + b, first)
-        })
-    })
 }
 
 /// One MLP's gate and up weights (`intermediate × hidden` each): their rounded values on the
