@@ -143,19 +143,11 @@ impl Geometry {
     pub fn cd_at(&self, x: usize, z: usize, i: usize, j: usize) -> usize {
         z * self.stride[x] + i * self.ld[x] + j
     }
-
-    /// Whether D's batches overlap (a later batch starts inside an earlier one's rows).
-    pub fn d_batches_overlap(&self, case: &Case) -> bool {
-        case.batch > 1 && self.stride[D] < (case.m - 1) * self.ld[D] + case.n
-    }
 }
 
 /// Where the view of each operand sits in its buffer: A, B, C, D, then the bias.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Views(pub [View; 5]);
-
-/// Index of the bias in [`Views`].
-pub const BIAS: usize = 4;
 
 /// The float64 reference of one case, with the operands densely repacked (A as batch × M × K,
 /// B as batch × N × K; f32 holds bf16/f16 values exactly) so each element is one contiguous dot.
@@ -263,8 +255,10 @@ pub fn try_case<I: GemmInput + Element, O: GemmOutput + Element>(case: &Case, vi
         vec![O::NAN; c_len] // beta = 0 must not read C at all
     };
     let bias = random_f32(case.seed ^ 0xd, vbias.alloc(case.n), 1.0);
-    // D: the view, whole batches and a tail, all poison; in place, C's values inside the problem.
-    let whole_batches = case.batch * g.stride[D];
+    // D: the view, whole batches (up to 64 Ki elements past the span: a fuzzed pitch or
+    // stride may be huge where it multiplies nothing) and a tail, all poison; in place, C's
+    // values inside the problem.
+    let whole_batches = case.batch.saturating_mul(g.stride[D]).min(g.need[D] + (1 << 16));
     let mut d0 = vec![O::NAN; vd.alloc(g.need[D]).max(vd.offset + whole_batches) + D_TAIL];
     let in_place = case.c_in_place && case.with_c && case.beta != 0.0;
     if in_place {
