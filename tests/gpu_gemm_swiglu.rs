@@ -57,8 +57,8 @@ pub(crate) fn silu(x: f64) -> f64 {
 /// One MLP's gate and up weights (`intermediate × hidden` each): their rounded values on the
 /// host (f32 holds bf16 and f16 exactly) and the interleaved gate-up weight on the GPU.
 pub(crate) struct Weights<T> {
-    hidden: usize,
-    intermediate: usize,
+    pub(crate) hidden: usize,
+    pub(crate) intermediate: usize,
     gate: Vec<f32>,
     up: Vec<f32>,
     pub(crate) gate_up: CudaSlice<T>,

@@ -13,6 +13,7 @@ mod gpu_gemm;
 mod gpu_gemm_swiglu;
 mod gpu_hopper_async;
 mod gpu_reliability;
+mod gpu_soak;
 mod gpu_wgmma;
 mod no_driver;
 mod problem_checks;

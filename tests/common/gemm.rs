@@ -10,6 +10,10 @@
 //! checked element by element; larger ones (the reference is O(M·N·K)) at 4096 random elements
 //! plus the whole last row and last column of every batch, where the ragged tiles are.
 
+use std::sync::Arc;
+
+use cudarc::driver::CudaStream;
+use warpforge::Warpforge;
 use warpforge::gemm::{GemmInput, GemmOutput};
 use warpforge::{Activation, COperand, Clusters, Consumers, Epilogue, GemmProblem, Layout, TileWidth};
 
@@ -242,7 +246,16 @@ fn same(x: f64, y: f64) -> bool {
 /// does (panicking on a wrong element) and returns `Ok`.
 pub fn try_case<I: GemmInput + Element, O: GemmOutput + Element>(case: &Case, views: &Views) -> warpforge::Result<()> {
     let (device, wf) = gpu();
-    let stream = device.stream();
+    try_case_on::<I, O>(wf, device.stream(), case, views)
+}
+
+/// [`try_case`] through `wf` on `stream`.
+pub fn try_case_on<I: GemmInput + Element, O: GemmOutput + Element>(
+    wf: &Warpforge,
+    stream: &Arc<CudaStream>,
+    case: &Case,
+    views: &Views,
+) -> warpforge::Result<()> {
     let g = Geometry::of(case);
     let [va, vb, vc, vd, vbias] = views.0;
     // Padding elements of A and B hold random values too: a kernel reading them is caught.
