@@ -156,7 +156,8 @@ fn gpu_soak_shared_service_many_streams_verified_and_leak_free() {
                     let mut r = mix(t as u64 + 1);
                     while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
                         r = mix(r);
-                        let stream = if r % 2 == 0 { &own } else { &shared[(r >> 8) as usize % SHARED_STREAMS] };
+                        let stream =
+                            if r.is_multiple_of(2) { &own } else { &shared[(r >> 8) as usize % SHARED_STREAMS] };
                         let kind = [0, 0, 0, 1, 2, 3][(r >> 16) as usize % 6];
                         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             call(wf, stream, kind, r, weights);
