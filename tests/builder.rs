@@ -1,7 +1,6 @@
 //! The builder's output, as embedded in the crate: the expected entries for both archs, their
 //! launch directives, and ptxas's verdict on every module.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use warpforge::abi::entries;
@@ -92,7 +91,10 @@ fn ptxas_assembles_every_embedded_module() {
                 "WARPFORGE_REQUIRE_PTXAS=1 but no ptxas found ({})",
                 warpforge_builder::ptxas::SEARCH_ORDER
             );
-            eprintln!("SKIPPED ptxas check of {name}: no ptxas found ({})", warpforge_builder::ptxas::SEARCH_ORDER);
+            crate::common::skip(&format!(
+                "ptxas check of {name}: no ptxas found ({})",
+                warpforge_builder::ptxas::SEARCH_ORDER
+            ));
             continue;
         };
         let log = assemble(&ptxas, name, arch, text);
@@ -142,22 +144,22 @@ fn the_library_module_holds_no_probe_and_the_probe_module_only_probes() {
 fn every_raw_ptx_wrapper_assembles_for_its_arch() {
     if let Err(e) = warpforge_builder::toolchain::Toolchain::locate() {
         // The GPU machine runs this binary without a Rust toolchain; CI and developers have one.
-        eprintln!("SKIPPED: no toolchain to build the coverage crate ({e})");
+        crate::common::skip(&format!("no toolchain to build the coverage crate ({e})"));
         return;
     }
+    let Some(root) = crate::common::source_tree() else { return };
     let require = std::env::var("WARPFORGE_REQUIRE_PTXAS").as_deref() == Ok("1");
     let policy =
         if require { warpforge_builder::PtxasPolicy::Require } else { warpforge_builder::PtxasPolicy::IfFound };
-    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/warpforge-coverage");
-    let modules =
-        warpforge_builder::Builder::new(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("gpu-kernels/coverage"))
-            .arch(warpforge_builder::Arch::Sm90a)
-            .target_dir(target)
-            .ptxas(policy)
-            .deny_spills(true)
-            .rerun_if_changed(false)
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
+    let target = root.join("target/warpforge-coverage");
+    let modules = warpforge_builder::Builder::new(root.join("gpu-kernels/coverage"))
+        .arch(warpforge_builder::Arch::Sm90a)
+        .target_dir(target)
+        .ptxas(policy)
+        .deny_spills(true)
+        .rerun_if_changed(false)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     for module in modules {
         assert!(!module.entries.is_empty(), "{}: no coverage kernel", module.arch);
         match module.ptxas {
@@ -165,7 +167,7 @@ fn every_raw_ptx_wrapper_assembles_for_its_arch() {
                 // The builder already refused local memory, spills and serialised wgmma.
                 eprintln!("{}: {} coverage kernels assembled", module.arch, report.kernels.len());
             }
-            None => eprintln!("SKIPPED ptxas for {}: no ptxas found", module.arch),
+            None => crate::common::skip(&format!("ptxas for {}: no ptxas found", module.arch)),
         }
     }
 }

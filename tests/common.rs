@@ -1,5 +1,11 @@
-//! Shared test helpers: the GPU handle, deterministic non-zero data, float tolerances.
+//! Shared test helpers: the GPU handle, deterministic non-zero data, float tolerances, views
+//! placed at offsets in larger buffers, a parallel checker, skips that the GPU runner reports,
+//! and (in `gemm`) the GEMM suite's float64 checker.
 
+pub mod gemm;
+
+use std::ops::Range;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use warpforge::{Device, Warpforge};
@@ -99,4 +105,89 @@ pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Where a view of `need` elements sits in a buffer: `offset` elements in (an odd offset of a
+/// 16-bit buffer misaligns it for TMA and 16-byte vectors), `delta` elements longer (or,
+/// negative, shorter) than needed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct View {
+    pub offset: usize,
+    pub delta: isize,
+}
+
+impl View {
+    /// Length of the view of an operand that needs `need` elements.
+    pub fn len(self, need: usize) -> usize {
+        need.saturating_add_signed(self.delta)
+    }
+    /// Elements of the buffer the view lives in: the offset, then the view or the `need`
+    /// elements, whichever is longer (at least one element: CUDA allocates none of zero).
+    pub fn alloc(self, need: usize) -> usize {
+        (self.offset + need.max(self.len(need))).max(1)
+    }
+    /// The view's range in its buffer.
+    pub fn range(self, need: usize) -> Range<usize> {
+        self.offset..self.offset + self.len(need)
+    }
+}
+
+/// Runs `check(t)` for `t` in `0..count` on up to 16 cores; returns how many failed and the
+/// first few messages.
+pub fn check_all(count: usize, check: impl Fn(usize) -> Option<String> + Sync) -> (usize, Vec<String>) {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(16);
+    let chunk = count.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|w| {
+                let check = &check;
+                scope.spawn(move || {
+                    let (mut bad, mut first) = (0usize, Vec::new());
+                    for t in w * chunk..((w + 1) * chunk).min(count) {
+                        if let Some(message) = check(t) {
+                            bad += 1;
+                            if first.len() < 4 {
+                                first.push(message);
+                            }
+                        }
+                    }
+                    (bad, first)
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).fold((0, Vec::new()), |(bad, mut first), (b, f)| {
+            first.extend(f);
+            (bad + b, first)
+        })
+    })
+}
+
+/// Records that the running test could not do its work here and returns: prints
+/// `SKIPPED: <test>: <why>` and, when `WARPFORGE_SKIPPED` names a file, appends that line to
+/// it. libtest has no "skipped" outcome, so such a test still counts as passed; `.ci/gpu-run`
+/// sets the variable and lists and counts these lines in its summary, so a skip is never
+/// silent.
+pub fn skip(why: &str) {
+    let thread = std::thread::current();
+    let line = format!("SKIPPED: {}: {why}", thread.name().unwrap_or("unnamed test"));
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("WARPFORGE_SKIPPED") {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+        if let Err(e) = file.and_then(|mut f| writeln!(f, "{line}")) {
+            eprintln!("could not record the skip: {e}");
+        }
+    }
+}
+
+/// The repository's source tree, where this binary was built from; `None` (after [`skip`])
+/// where it is absent, as on the GPU machine, which runs a copied test binary.
+pub fn source_tree() -> Option<&'static Path> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if root.join("Cargo.toml").is_file() && root.join("src").is_dir() {
+        Some(root)
+    } else {
+        skip(&format!("needs the source tree at {}, absent here", root.display()));
+        None
+    }
 }

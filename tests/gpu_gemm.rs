@@ -5,311 +5,19 @@
 //! TMA-store or the direct-store epilogue), batch strides with gaps, every input/output type, and
 //! every epilogue term; plus the argument checks, which must reject before anything is launched.
 //!
-//! D is poisoned with NaN before each launch: every element inside the problem must be written,
-//! and every element outside it (padding columns of `ldd`, gaps between batches, a tail after the
-//! last batch) must still hold its poison. With `beta = 0`, C (when passed) is NaN as well, so a
-//! kernel that reads C anyway fails. Small problems are checked element by element; larger ones
-//! (the reference is O(M·N·K)) at 4096 random elements plus the whole last row and last column
-//! of every batch, where the ragged tiles are.
+//! The checker (`Case`, `Geometry`, the reference, the NaN poisoning of D) lives in
+//! `common/gemm.rs`, shared with the fuzzer and the soak test.
 
 use half::{bf16, f16};
 use proptest::prelude::*;
-use warpforge::gemm::{GemmInput, GemmOutput};
 use warpforge::logic::schedule::stream_k::StreamKMode;
 use warpforge::{Activation, COperand, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
-use crate::common::{EPS_F32, Element, gpu, mix, random_f32};
+use crate::common::gemm::{Case, Geometry, run_case};
+use crate::common::gpu;
 
 /// Cases per property test: 6 type pairs × 16 cases, a few seconds in all on one H200.
 const GPU_CASES: u32 = 16;
-/// Problems up to this many multiply-adds (batch·M·N·K) are checked at every element.
-const FULL_CHECK_MACS: usize = 1 << 25;
-/// Random elements checked in larger problems (besides the edge rows and columns).
-const SAMPLES: usize = 4096;
-/// Poisoned elements after D's last batch: a write past the end of D shows there.
-const D_TAIL: usize = 7;
-
-/// One GEMM call as the tests describe it; [`Geometry`] turns it into a `GemmProblem`.
-#[derive(Clone, Debug)]
-struct Case {
-    m: usize,
-    n: usize,
-    k: usize,
-    batch: usize,
-    a_layout: Layout,
-    b_layout: Layout,
-    /// Extra elements over the packed lda, ldb, ldc, ldd; 0 passes 0 (packed) to the API.
-    pads: [usize; 4],
-    /// Extra elements over the packed batch strides of A, B, C, D; `None` passes 0 (packed).
-    gaps: [Option<usize>; 4],
-    alpha: f32,
-    beta: f32,
-    with_c: bool,
-    with_bias: bool,
-    activation: Activation,
-    consumers: Consumers,
-    tile_width: TileWidth,
-    clusters: Clusters,
-    seed: u64,
-}
-
-impl Case {
-    /// A plain case: A row-major, B column-major, packed, no epilogue terms.
-    fn plain(m: usize, n: usize, k: usize, batch: usize) -> Case {
-        Case {
-            m,
-            n,
-            k,
-            batch,
-            a_layout: Layout::RowMajor,
-            b_layout: Layout::ColMajor,
-            pads: [0; 4],
-            gaps: [None; 4],
-            alpha: 1.0,
-            beta: 0.0,
-            with_c: false,
-            with_bias: false,
-            activation: Activation::None,
-            consumers: Consumers::Auto,
-            tile_width: TileWidth::Auto,
-            clusters: Clusters::Auto,
-            seed: (m * 1_000_003 + n * 1009 + k) as u64,
-        }
-    }
-}
-
-/// Index of operand X in the `[A, B, C, D]` arrays below.
-const A: usize = 0;
-const B: usize = 1;
-const C: usize = 2;
-const D: usize = 3;
-
-/// Where every element of A, B, C, D lives, computed here independently of the library.
-struct Geometry {
-    problem: GemmProblem,
-    /// Leading dimensions as used.
-    ld: [usize; 4],
-    /// Batch strides as used.
-    stride: [usize; 4],
-    /// Buffer lengths: exactly the span the problem addresses for A, B, C; D has whole
-    /// batches plus [`D_TAIL`], so every padding element of D can be checked.
-    len: [usize; 4],
-}
-
-impl Geometry {
-    fn of(case: &Case) -> Geometry {
-        let (m, n, k) = (case.m, case.n, case.k);
-        // (contiguous extent, number of lines) of each operand per batch.
-        let a_shape = if case.a_layout == Layout::RowMajor { (k, m) } else { (m, k) };
-        let b_shape = if case.b_layout == Layout::RowMajor { (n, k) } else { (k, n) };
-        let shapes = [a_shape, b_shape, (n, m), (n, m)];
-        let mut problem = GemmProblem::new(m, n, k);
-        problem.batch = case.batch;
-        problem.a_layout = case.a_layout;
-        problem.b_layout = case.b_layout;
-        problem.alpha = case.alpha;
-        problem.beta = case.beta;
-        problem.activation = case.activation;
-        problem.consumers = case.consumers;
-        problem.tile_width = case.tile_width;
-        problem.clusters = case.clusters;
-        let (mut ld, mut stride, mut len, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
-        for (x, &(inner, lines)) in shapes.iter().enumerate() {
-            ld[x] = inner + case.pads[x];
-            ld_arg[x] = if case.pads[x] == 0 { 0 } else { ld[x] };
-            stride[x] = ld[x] * lines + case.gaps[x].unwrap_or(0);
-            problem.batch_strides[x] = if case.gaps[x].is_some() { stride[x] } else { 0 };
-            len[x] = (case.batch - 1) * stride[x] + (lines - 1) * ld[x] + inner;
-        }
-        [problem.lda, problem.ldb, problem.ldc, problem.ldd] = ld_arg;
-        len[D] = case.batch * stride[D] + D_TAIL;
-        Geometry { problem, ld, stride, len }
-    }
-
-    fn a_at(&self, case: &Case, z: usize, i: usize, p: usize) -> usize {
-        let within = if case.a_layout == Layout::RowMajor { i * self.ld[A] + p } else { p * self.ld[A] + i };
-        z * self.stride[A] + within
-    }
-
-    fn b_at(&self, case: &Case, z: usize, p: usize, j: usize) -> usize {
-        let within = if case.b_layout == Layout::RowMajor { p * self.ld[B] + j } else { j * self.ld[B] + p };
-        z * self.stride[B] + within
-    }
-
-    /// Index of (z, i, j) in the row-major C (`x = C`) or D (`x = D`).
-    fn cd_at(&self, x: usize, z: usize, i: usize, j: usize) -> usize {
-        z * self.stride[x] + i * self.ld[x] + j
-    }
-}
-
-/// The float64 reference of one case, with the operands densely repacked (A as batch × M × K,
-/// B as batch × N × K; f32 holds bf16/f16 values exactly) so each element is one contiguous dot.
-struct Reference<'a> {
-    case: &'a Case,
-    geometry: &'a Geometry,
-    a_rows: Vec<f32>,
-    b_cols: Vec<f32>,
-    c: Vec<f32>,
-    bias: Vec<f32>,
-    eps_out: f64,
-    abs_floor: f64,
-}
-
-impl Reference<'_> {
-    /// The f64 value of D at (z, i, j) and the error the GPU result may have there.
-    ///
-    /// The bound, term by term (u = 2^-24, the f32 unit roundoff):
-    /// - Products of bf16/f16 inputs are exact in f32, so the MMA's only error is the f32
-    ///   accumulation of K products, at most K·u·Σ|a·b| for any summation order; we allow
-    ///   2·K·u·Σ|a·b| for the tensor core's internal alignment of the addends. Scaled by |alpha|.
-    /// - `alpha·acc + beta·c + bias` is at most four f32 roundings: 4·u·(|alpha|Σ|a·b| + |beta·c|
-    ///   + |bias|) (C and bias themselves are exact: they are stored values).
-    /// - The activations are Lipschitz with constant ≤ 1.13 (GELU-tanh's largest slope; SiLU's is
-    ///   1.10, ReLU's 1), so they carry the errors above at most 1.13×.
-    /// - SiLU and GELU run on the hardware approximations `ex2.approx`, `rcp.approx` and
-    ///   `tanh.approx`. tanh.approx.f32 has a relative error of about 2^-11, which in
-    ///   0.5·x·(1 + tanh(·)) is at most 2^-12·|x|; ex2/rcp are near 2^-22, plus the rounding of
-    ///   x·log2(e) (|x|·2^-24 relative in exp). We allow 2^-10·|x| for both, x the pre-activation.
-    /// - Rounding to the output type: eps_out·|want| (+ eps_out times the errors above, covered by
-    ///   the 1.01 factor) and, near zero, the output type's subnormal or flush-to-zero step.
-    fn expect(&self, z: usize, i: usize, j: usize) -> (f64, f64) {
-        const U: f64 = EPS_F32;
-        let (case, k) = (self.case, self.case.k);
-        let row = &self.a_rows[(z * case.m + i) * k..][..k];
-        let col = &self.b_cols[(z * case.n + j) * k..][..k];
-        let (mut dot, mut mag) = (0.0f64, 0.0f64);
-        for (&a, &b) in row.iter().zip(col) {
-            let prod = a as f64 * b as f64;
-            dot += prod;
-            mag += prod.abs();
-        }
-        let alpha = case.alpha as f64;
-        let c_term =
-            if case.beta != 0.0 { case.beta as f64 * self.c[self.geometry.cd_at(C, z, i, j)] as f64 } else { 0.0 };
-        let bias = if case.with_bias { self.bias[j] as f64 } else { 0.0 };
-        let pre = alpha * dot + c_term + bias;
-        let want = activate(case.activation, pre);
-        let sum_err = alpha.abs() * 2.0 * k as f64 * U * mag;
-        let epilogue_err = 4.0 * U * (alpha.abs() * mag + c_term.abs() + bias.abs());
-        let (lipschitz, approx_rel) = match case.activation {
-            Activation::None | Activation::Relu => (1.0, 0.0),
-            Activation::Silu | Activation::GeluTanh => (1.13, 1.0 / 1024.0),
-        };
-        let tol = self.eps_out * want.abs()
-            + self.abs_floor
-            + 1.01 * (lipschitz * (sum_err + epilogue_err) + approx_rel * pre.abs());
-        (want, tol)
-    }
-}
-
-fn activate(activation: Activation, x: f64) -> f64 {
-    match activation {
-        Activation::None => x,
-        Activation::Relu => x.max(0.0),
-        Activation::Silu => x / (1.0 + (-x).exp()),
-        Activation::GeluTanh => {
-            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
-            0.5 * x * (1.0 + inner.tanh())
-        }
-    }
-}
-
-/// Runs `case` with input type `I` and output type `O` on the GPU and checks D: panics (failing
-/// the property) on an unwritten or wrong element inside the problem, or a written one outside.
-fn run_case<I: GemmInput + Element, O: GemmOutput + Element>(case: &Case) {
-    let (device, wf) = gpu();
-    let stream = device.stream();
-    let g = Geometry::of(case);
-    // Padding elements of A and B hold random values too: a kernel reading them is caught.
-    let a: Vec<I> = random_f32(case.seed, g.len[A], 1.0).into_iter().map(I::of).collect();
-    let b: Vec<I> = random_f32(case.seed ^ 0xb, g.len[B], 1.0).into_iter().map(I::of).collect();
-    let c: Vec<O> = if case.beta != 0.0 {
-        random_f32(case.seed ^ 0xc, g.len[C], 2.0).into_iter().map(O::of).collect()
-    } else {
-        vec![O::NAN; g.len[C]] // beta = 0 must not read C at all
-    };
-    let bias = random_f32(case.seed ^ 0xd, case.n, 1.0);
-    let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
-    let (dc, dbias) = (stream.clone_htod(&c).unwrap(), stream.clone_htod(&bias).unwrap());
-    let mut dd = stream.clone_htod(&vec![O::NAN; g.len[D]]).unwrap();
-    let c_operand = if case.with_c { COperand::Buffer(dc.as_view()) } else { COperand::None };
-    let epilogue = Epilogue { c: c_operand, bias: case.with_bias.then(|| dbias.as_view()) };
-    if let Err(e) = wf.gemm::<I, O>(stream, &g.problem, &da, &db, epilogue, &mut dd) {
-        panic!("{case:?}: gemm failed: {e}");
-    }
-    let got: Vec<O> = stream.clone_dtoh(&dd).unwrap();
-
-    let (m, n, k, batch) = (case.m, case.n, case.k, case.batch);
-    let (mut unwritten, mut overwritten) = (0usize, 0usize);
-    for (at, v) in got.iter().enumerate() {
-        let (z, within) = (at / g.stride[D], at % g.stride[D]);
-        let (i, j) = (within / g.ld[D], within % g.ld[D]);
-        match (z < batch && i < m && j < n, v.f64().is_nan()) {
-            (true, true) => unwritten += 1,
-            (false, false) => overwritten += 1,
-            _ => {}
-        }
-    }
-    assert_eq!(unwritten, 0, "{case:?}: {unwritten} elements of D are NaN (unwritten, or C read with beta = 0)");
-    assert_eq!(overwritten, 0, "{case:?}: {overwritten} elements of D outside the problem were written");
-
-    let mut a_rows = vec![0.0f32; batch * m * k];
-    let mut b_cols = vec![0.0f32; batch * n * k];
-    for z in 0..batch {
-        for p in 0..k {
-            for i in 0..m {
-                a_rows[(z * m + i) * k + p] = a[g.a_at(case, z, i, p)].f64() as f32;
-            }
-            for j in 0..n {
-                b_cols[(z * n + j) * k + p] = b[g.b_at(case, z, p, j)].f64() as f32;
-            }
-        }
-    }
-    let c = c.iter().map(|v| v.f64() as f32).collect();
-    let reference = Reference { case, geometry: &g, a_rows, b_cols, c, bias, eps_out: O::EPS, abs_floor: O::ABS_FLOOR };
-
-    // Element by element when small; otherwise the last row and column of every batch (the
-    // ragged tiles) and SAMPLES random elements.
-    let sampled: Option<Vec<(usize, usize, usize)>> = (batch * m * n * k > FULL_CHECK_MACS).then(|| {
-        let mut points: Vec<_> = (0..batch)
-            .flat_map(|z| (0..n).map(move |j| (z, m - 1, j)).chain((0..m).map(move |i| (z, i, n - 1))))
-            .collect();
-        let pick = |t: u64, len: usize| (mix(case.seed.wrapping_add(t)) % len as u64) as usize;
-        points.extend((0..SAMPLES as u64).map(|t| (pick(3 * t, batch), pick(3 * t + 1, m), pick(3 * t + 2, n))));
-        points
-    });
-    let count = sampled.as_ref().map_or(batch * m * n, Vec::len);
-    let point = |t: usize| sampled.as_ref().map_or((t / (m * n), t / n % m, t % n), |s| s[t]);
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(16);
-    let chunk = count.div_ceil(threads);
-    let (bad, first) = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|w| {
-                let (reference, got, point, g) = (&reference, &got, &point, &g);
-                scope.spawn(move || {
-                    let (mut bad, mut first) = (0usize, Vec::new());
-                    for t in w * chunk..((w + 1) * chunk).min(count) {
-                        let (z, i, j) = point(t);
-                        let (want, tol) = reference.expect(z, i, j);
-                        let value = got[g.cd_at(D, z, i, j)].f64();
-                        if (value - want).abs() > tol || !value.is_finite() {
-                            bad += 1;
-                            if first.len() < 4 {
-                                first.push(format!("D[{z},{i},{j}] = {value}, want {want} ± {tol:.3e}"));
-                            }
-                        }
-                    }
-                    (bad, first)
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).fold((0, Vec::new()), |(bad, mut first), (b, f)| {
-            first.extend(f);
-            (bad + b, first)
-        })
-    });
-    assert_eq!(bad, 0, "{case:?}: {bad} of {count} checked elements of D wrong, e.g. {first:?}");
-}
 
 /// Sizes that stress the tiling (128 × 256 × 64): 1, small primes, sizes next to tile
 /// multiples, anything small, and a few large ones.
@@ -333,8 +41,8 @@ fn pad() -> impl Strategy<Value = usize> {
     prop_oneof![3 => Just(0usize), 2 => 1usize..8, 1 => Just(8usize), 1 => Just(64usize)]
 }
 
-fn gap() -> impl Strategy<Value = Option<usize>> {
-    prop_oneof![Just(None), (0usize..40).prop_map(Some)]
+fn gap() -> impl Strategy<Value = Option<isize>> {
+    prop_oneof![Just(None), (0isize..40).prop_map(Some)]
 }
 
 fn activation() -> impl Strategy<Value = Activation> {
@@ -358,8 +66,8 @@ prop_compose! {
         let with_c = with_c || beta != 0.0;
         let (consumers, tile_width, clusters) = (Consumers::Auto, TileWidth::Auto, Clusters::Auto);
         Case {
-            m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, with_bias, activation, consumers,
-            tile_width, clusters, seed,
+            m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, c_in_place: false, with_bias,
+            activation, consumers, tile_width, clusters, seed,
         }
     }
 }

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use warpforge::swiglu::{GATE_UP_BLOCK, SwigluElement};
 use warpforge::{Consumers, Error, SwigluProblem, TileWidth, interleave_gate_up};
 
-use crate::common::{EPS_F32, Element, gpu, mix, random_f32};
+use crate::common::{EPS_F32, Element, check_all, gpu, mix, random_f32};
 
 /// Cases per property test and element type.
 const GPU_CASES: u32 = 24;
@@ -32,15 +32,15 @@ const SILU_SLOPE: f64 = 1.1;
 /// `x · rcp.approx(1 + ex2.approx(−x·log2 e))`, whose sigmoid is off by ex2.approx's 2^-22,
 /// the rounding of x·log2 e (|x|·2^-24 relative in the exponential), the add's 2^-24 and
 /// rcp.approx's 2^-23: at most 2^-21·(2 + |x|). We allow 4× that.
-const SILU_APPROX: f64 = 1.0 / (1u64 << 19) as f64;
+pub(crate) const SILU_APPROX: f64 = 1.0 / (1u64 << 19) as f64;
 
 /// The element types of these tests: the host view ([`Element`]) of a type the fused kernel takes.
-trait SwigluCase: Element + SwigluElement {}
+pub(crate) trait SwigluCase: Element + SwigluElement {}
 impl<T: Element + SwigluElement> SwigluCase for T {}
 
 /// `n` values uniform in [-scale, scale], rounded to `T`, none of them zero (a value that
 /// rounds to zero in f16's range becomes `scale / 2`).
-fn nonzero<T: SwigluCase>(seed: u64, n: usize, scale: f32) -> Vec<T> {
+pub(crate) fn nonzero<T: SwigluCase>(seed: u64, n: usize, scale: f32) -> Vec<T> {
     random_f32(seed, n, scale)
         .into_iter()
         .map(|v| {
@@ -50,54 +50,24 @@ fn nonzero<T: SwigluCase>(seed: u64, n: usize, scale: f32) -> Vec<T> {
         .collect()
 }
 
-fn silu(x: f64) -> f64 {
+pub(crate) fn silu(x: f64) -> f64 {
     x / (1.0 + (-x).exp())
-}
-
-/// Runs `check(t)` for `t` in `0..count` on all cores; returns how many failed and the first
-/// few messages.
-fn check_all(count: usize, check: impl Fn(usize) -> Option<String> + Sync) -> (usize, Vec<String>) {
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get()).min(16);
-    let chunk = count.div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|w| {
-                let check = &check;
-                scope.spawn(move || {
-                    let (mut bad, mut first) = (0usize, Vec::new());
-                    for t in w * chunk..((w + 1) * chunk).min(count) {
-                        if let Some(message) = check(t) {
-                            bad += 1;
-                            if first.len() < 4 {
-                                first.push(message);
-                            }
-                        }
-                    }
-                    (bad, first)
-                })
-            })
-            .collect();
-        workers.into_iter().map(|w| w.join().unwrap()).fold((0, Vec::new()), |(bad, mut first), (b, f)| {
-            first.extend(f);
-            (bad + b, first)
-        })
-    })
 }
 
 /// One MLP's gate and up weights (`intermediate × hidden` each): their rounded values on the
 /// host (f32 holds bf16 and f16 exactly) and the interleaved gate-up weight on the GPU.
-struct Weights<T> {
-    hidden: usize,
-    intermediate: usize,
+pub(crate) struct Weights<T> {
+    pub(crate) hidden: usize,
+    pub(crate) intermediate: usize,
     gate: Vec<f32>,
     up: Vec<f32>,
-    gate_up: CudaSlice<T>,
+    pub(crate) gate_up: CudaSlice<T>,
 }
 
 impl<T: SwigluCase> Weights<T> {
     /// Uniform in ±3/√hidden, so that with x uniform in ±1 the gate and up values have unit
     /// variance (hidden · 1/3 · 3/hidden): silu is far from linear over their range.
-    fn random(seed: u64, intermediate: usize, hidden: usize) -> Self {
+    pub(crate) fn random(seed: u64, intermediate: usize, hidden: usize) -> Self {
         let scale = 3.0 / (hidden as f32).sqrt();
         let gate: Vec<T> = nonzero(seed ^ 0x9a7e, intermediate * hidden, scale);
         let up: Vec<T> = nonzero(seed ^ 0x0f, intermediate * hidden, scale);
@@ -120,7 +90,7 @@ impl<T: SwigluCase> Weights<T> {
     /// - The device silu's approximation: SILU_APPROX·(2 + |g|)·|silu(g)·u|.
     /// - One rounding to T: EPS_T·|ref|, doubled for the f32 roundings of the epilogue's own
     ///   multiplications and for EPS_T times the terms above; near zero, T's subnormal step.
-    fn expect(&self, x: &[f32], i: usize, j: usize) -> (f64, f64) {
+    pub(crate) fn expect(&self, x: &[f32], i: usize, j: usize) -> (f64, f64) {
         let k = self.hidden;
         let row = &x[i * k..][..k];
         let (mut g, mut u, mut g_mag, mut u_mag) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
