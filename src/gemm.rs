@@ -172,6 +172,17 @@ impl GemmProblem {
         let extent = |layout: Layout, rows: usize, cols: usize, ld: usize, stride: usize, what: &str| {
             span(layout, rows, cols, ld, stride, p.batch).ok_or_else(|| overflow(what))
         };
+        // D's batches must not overlap: elements written by two batches would race (inputs may
+        // overlap; they are only read).
+        if p.batch > 1 {
+            let one_batch = span(Layout::RowMajor, p.m, p.n, ldd, 0, 1).ok_or_else(|| overflow("D's extent"))?;
+            check(strides[3] >= one_batch, || {
+                format!(
+                    "D's batch stride {} is under one batch of D ({one_batch} elements): batches overlap",
+                    strides[3]
+                )
+            })?;
+        }
         Ok(GemmExtents {
             lda,
             ldb,
