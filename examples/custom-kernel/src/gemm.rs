@@ -5,10 +5,9 @@
 use half::bf16;
 use warpforge_host::Device;
 use warpforge_host::cudarc::driver::DevicePtrMut;
-use warpforge_host::tensor_map::Swizzle;
 use warpforge_host::{KernelArgs, KernelParam, LaunchConfig, Module, TensorMapBuilder};
 
-use crate::gemm_abi::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, GemmRelu2Params, SMEM_BYTES, THREADS};
+use crate::gemm_abi::{ATile, BLOCK_M, BLOCK_N, BTile, GemmRelu2Params, SMEM, THREADS};
 
 /// The kernel's entry name.
 pub const ENTRY: &str = "gemm_relu2_bf16";
@@ -54,27 +53,25 @@ pub fn check(device: &Device, module: &Module, shape: Shape) -> std::result::Res
     let d_b = stream.clone_htod(&b)?;
     // NaN everywhere, so an element the kernel never writes fails the check.
     let mut d_d = stream.clone_htod(&vec![bf16::NAN; m * n])?;
-    // K-major maps: dims [K, rows, 1], boxes [BLOCK_K, box rows, 1], 128-byte swizzle (the
-    // kernel's shared-memory tiles); the encoder checks every driver rule first.
-    let map = |rows: usize, box_rows: u32| {
-        TensorMapBuilder::<bf16>::new(&[k as u64, rows as u64, 1], &[BLOCK_K, box_rows, 1]).swizzle(Swizzle::B128)
-    };
-    let (a_map, a_read) = map(m, A_BOX_ROWS).encode(&d_a, stream)?;
-    let (b_map, b_read) = map(n, BLOCK_N).encode(&d_b, stream)?;
+    // K-major maps, dims [K, rows, 1], whose boxes and swizzle are the kernel's shared-memory
+    // tiles (the same descriptions); the encoder checks every driver rule first.
+    let (a_map, a_read) = TensorMapBuilder::for_tile::<ATile>(&[k as u64, m as u64, 1]).encode(&d_a, stream)?;
+    let (b_map, b_read) = TensorMapBuilder::for_tile::<BTile>(&[k as u64, n as u64, 1]).encode(&d_b, stream)?;
 
     let kernel = module.kernel(ENTRY)?;
     let tiles = (m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize)) as u64;
-    let plan = kernel.plan_persistent(THREADS, SMEM_BYTES, None, tiles)?;
+    let smem = SMEM.launch_bytes();
+    let plan = kernel.plan_persistent(THREADS, smem, None, tiles)?;
     {
         let (d_ptr, d_write) = d_d.device_ptr_mut(stream);
         let params = GemmRelu2Params { d: d_ptr, m: m as u32, n: n as u32, k: k as u32, ldd: n as u32 };
         // The launch holds every buffer's stream-ordering guard until the kernel is enqueued.
         let mut args = KernelArgs::new();
         args.push(a_map).keep(a_read).push(b_map).keep(b_read).push(params).keep(d_write);
-        let config = LaunchConfig::linear(plan.blocks, THREADS).with_dynamic_smem(SMEM_BYTES);
+        let config = LaunchConfig::linear(plan.blocks, THREADS).with_dynamic_smem(smem);
         // SAFETY: 1. (a_map, b_map, params) as the kernel declares them (`GemmRelu2Params` is
         // the same source file on both sides). 2. The maps cover `d_a` and `d_b` (M × K and
-        // N × K, checked by the encoder) with the kernel's boxes and swizzle; `d_d` holds M × N
+        // N × K, checked by the encoder) with the kernel's tiles as boxes and swizzle; `d_d` holds M × N
         // elements at pitch N; all three live until the synchronising copy below. 3. Nothing
         // else touches `d_d` meanwhile.
         unsafe { kernel.launch(stream, &config, args)? };

@@ -7,10 +7,12 @@ mod gemm;
 // The host half of the GEMM's contract: the very source file the device crate compiles.
 #[path = "../device/src/gemm_abi.rs"]
 mod gemm_abi;
+/// The logic crate under the name the shared `gemm_abi.rs` uses on both sides.
+use warpforge_host::logic;
 
 use warpforge_host::module::Arch;
-use warpforge_host::{KernelArgs, LaunchConfig, Module, PtxSet};
 use warpforge_host::{Device, Error};
+use warpforge_host::{KernelArgs, LaunchConfig, Module, PtxSet};
 
 use crate::gemm::Shape;
 

@@ -7,45 +7,21 @@
 //! the layout a TMA box with that inner extent writes and the canonical K-major wgmma layout;
 //! wider K is several tiles side by side. `SmemTileMn` is the MN-major operand: K rows of M/N,
 //! one span of M/N per block, blocks side by side (the canonical MN-major layout).
+//!
+//! A tile the host must agree with (a TMA box) is best named from a shared description,
+//! `logic::tile_spec::TileSpec`: [`TileOf`] and [`RingOf`] give its device types, and the host
+//! builds the tensor map and the launch's shared-memory size from the same description.
 
 use core::marker::PhantomData;
 
 use crate::logic::swizzle::Swizzle;
+use crate::logic::tile_spec::{Tile, TileElement, TileSpec, elem};
 use crate::logic::wgmma_desc::WgmmaDesc;
 use crate::pipeline::TmaLoad;
 use crate::shared::{DynamicShared, SharedPtr};
 
-/// A swizzle mode as a type, so a tile's layout is part of its type.
-pub trait SwizzleMode {
-    /// The mode.
-    const SWIZZLE: Swizzle;
-}
-
-/// No swizzle.
-#[derive(Clone, Copy, Debug)]
-pub struct NoSwizzle;
-/// 32-byte swizzle.
-#[derive(Clone, Copy, Debug)]
-pub struct Swizzle32B;
-/// 64-byte swizzle.
-#[derive(Clone, Copy, Debug)]
-pub struct Swizzle64B;
-/// 128-byte swizzle.
-#[derive(Clone, Copy, Debug)]
-pub struct Swizzle128B;
-
-impl SwizzleMode for NoSwizzle {
-    const SWIZZLE: Swizzle = Swizzle::None;
-}
-impl SwizzleMode for Swizzle32B {
-    const SWIZZLE: Swizzle = Swizzle::B32;
-}
-impl SwizzleMode for Swizzle64B {
-    const SWIZZLE: Swizzle = Swizzle::B64;
-}
-impl SwizzleMode for Swizzle128B {
-    const SWIZZLE: Swizzle = Swizzle::B128;
-}
+/// Swizzle modes as types (in the logic crate, so a host-compiled `TileSpec` names them too).
+pub use crate::logic::swizzle::{NoSwizzle, Swizzle32B, Swizzle64B, Swizzle128B, SwizzleMode};
 
 /// A ROWS × COLS tile of `T` in shared memory under swizzle `S`.
 #[derive(Debug)]
@@ -267,3 +243,42 @@ impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: Swizzle
 {
     const BYTES: u32 = Self::BYTES;
 }
+
+/// The device type of a [`TileSpec`](crate::logic::tile_spec::TileSpec) element marker; its
+/// size is the marker's (checked where the impls are declared).
+pub trait DeviceElement: TileElement {
+    /// What the kernel reads and writes.
+    type Value: Copy;
+}
+
+macro_rules! device_elements {
+    ($($marker:ident => $value:ty),* $(,)?) => {$(
+        impl DeviceElement for elem::$marker {
+            type Value = $value;
+        }
+        const _: () = assert!(core::mem::size_of::<$value>() as u32 == <elem::$marker as TileElement>::BYTES);
+    )*};
+}
+
+device_elements! { Bf16 => crate::num::Bf16, F16 => crate::num::F16, F32 => f32, U8 => u8 }
+
+/// The shared-memory types a tile description stands for: its tile and its rings. Implemented
+/// for every [`TileSpec`], so a kernel names `TileOf<ASpec>` and the host builds its tensor map
+/// from the same `ASpec`: the box, swizzle and element cannot disagree.
+pub trait SpecTile: Tile {
+    /// The tile.
+    type Tile: TmaLoad + Copy;
+    /// `STAGES` tiles back to back.
+    type Ring<const STAGES: usize>: Copy;
+}
+
+impl<E: DeviceElement, const ROWS: usize, const COLS: usize, S: SwizzleMode> SpecTile for TileSpec<E, ROWS, COLS, S> {
+    type Tile = SmemTile<E::Value, ROWS, COLS, S>;
+    type Ring<const STAGES: usize> = SmemTileRing<E::Value, ROWS, COLS, S, STAGES>;
+}
+
+/// The device tile a description stands for: `TileOf<TileSpec<elem::Bf16, 64, 64, Swizzle128B>>`
+/// is `SmemTile<Bf16, 64, 64, Swizzle128B>`.
+pub type TileOf<T> = <T as SpecTile>::Tile;
+/// A ring of `STAGES` tiles of a description: `SmemTileRing<…, STAGES>`.
+pub type RingOf<T, const STAGES: usize> = <T as SpecTile>::Ring<STAGES>;

@@ -13,6 +13,7 @@ pub mod pipeline_ring;
 pub mod schedule;
 pub mod swizzle;
 pub mod tcgen05_desc;
+pub mod tile_spec;
 pub mod wgmma_desc;
 
 #[cfg(test)]

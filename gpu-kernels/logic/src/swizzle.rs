@@ -85,6 +85,39 @@ impl Swizzle {
     }
 }
 
+/// A swizzle mode as a type, so a tile's layout is part of its type (the device's `SmemTile`,
+/// a [`crate::tile_spec::TileSpec`] both sides compile).
+pub trait SwizzleMode {
+    /// The mode.
+    const SWIZZLE: Swizzle;
+}
+
+/// No swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct NoSwizzle;
+/// 32-byte swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct Swizzle32B;
+/// 64-byte swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct Swizzle64B;
+/// 128-byte swizzle.
+#[derive(Clone, Copy, Debug)]
+pub struct Swizzle128B;
+
+impl SwizzleMode for NoSwizzle {
+    const SWIZZLE: Swizzle = Swizzle::None;
+}
+impl SwizzleMode for Swizzle32B {
+    const SWIZZLE: Swizzle = Swizzle::B32;
+}
+impl SwizzleMode for Swizzle64B {
+    const SWIZZLE: Swizzle = Swizzle::B64;
+}
+impl SwizzleMode for Swizzle128B {
+    const SWIZZLE: Swizzle = Swizzle::B128;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,3 +37,5 @@ pub use module::{Kernel, Module, ModuleImage, PtxSet};
 pub use planner::{GridPlan, plan_persistent_grid};
 pub use tensor_map::{TensorMapBuilder, TensorMapError, TmaElement};
 pub use typed::{Arg, BufferElement, LaunchArgs, Param, ParamList, TypedKernel};
+/// The pure logic both halves compile: tile descriptions (`logic::tile_spec`), swizzles, schedules.
+pub use warpforge_logic as logic;

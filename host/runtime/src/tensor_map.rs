@@ -20,6 +20,10 @@ use cudarc::driver::sys::{
     CUtensorMapSwizzle,
 };
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DriverError, SyncOnDrop};
+use warpforge_logic::tile_spec::TileLayout;
+
+mod spec;
+pub use spec::HostElement;
 
 /// The encoded descriptor, exactly as kernels take it (`#[grid_constant] map: &TensorMap`).
 pub use warpforge_abi::TensorMap;
@@ -264,6 +268,19 @@ pub enum TensorMapError {
         /// Bytes in the buffer.
         available: u64,
     },
+    /// The box or swizzle disagrees with the tile the map was built for
+    /// ([`TensorMapBuilder::for_tile`], [`TensorMapBuilder::expect_tile`]).
+    #[error(
+        "box {box_dims:?} (innermost first) with {swizzle:?} swizzle does not load tile {tile:?}: expected box [cols, rows, 1, …] and the tile's swizzle"
+    )]
+    TileMismatch {
+        /// The tile the kernel's shared memory holds.
+        tile: TileLayout,
+        /// The map's box.
+        box_dims: Vec<u32>,
+        /// The map's swizzle.
+        swizzle: Swizzle,
+    },
     /// The driver refused a request that passed every check here.
     #[error("cuTensorMapEncodeTiled failed: {0}")]
     Driver(#[from] DriverError),
@@ -288,6 +305,8 @@ pub struct TensorMapBuilder<T: TmaElement> {
     swizzle: Swizzle,
     l2_promotion: L2Promotion,
     oob_fill: OobFill,
+    /// The tile the map must load, when built from a tile description.
+    tile: Option<TileLayout>,
     element: PhantomData<T>,
 }
 
@@ -323,6 +342,7 @@ impl<T: TmaElement> TensorMapBuilder<T> {
             swizzle: Swizzle::None,
             l2_promotion: L2Promotion::B256,
             oob_fill: OobFill::Zeros,
+            tile: None,
             element: PhantomData,
         }
     }
@@ -387,6 +407,7 @@ impl<T: TmaElement> TensorMapBuilder<T> {
                 return Err(TensorMapError::LengthMismatch { list, expected, got });
             }
         }
+        self.check_tile()?;
         if !address.is_multiple_of(GLOBAL_ADDRESS_ALIGN) {
             return Err(TensorMapError::MisalignedAddress { address });
         }

@@ -16,14 +16,15 @@
 //!   [`store_direct`] (any pitch of D; no staging).
 //!
 //! Shared memory: 4 stages × (2 × 64×64 + 128×64) bf16 = 128 KiB and the ring's barriers
-//! ([`SMEM_BYTES`]). An example of the parts, not a tuned kernel: it has no measurements.
+//! ([`SMEM`](crate::gemm_abi::SMEM), the plan the host sizes the launch from). An example of
+//! the parts, not a tuned kernel: it has no measurements.
 
 use warpforge_dsl::abi::TensorMap;
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::schedule::stream_k::{StreamKMode, StreamKScheduler};
 use warpforge_dsl::logic::schedule::swizzled::{Raster, Rasterization};
 use warpforge_dsl::math::relu;
-use warpforge_dsl::mbarrier::{MBARRIER_BYTES, Mbarrier};
+use warpforge_dsl::mbarrier::Mbarrier;
 use warpforge_dsl::num::Bf16;
 use warpforge_dsl::parts::epilogue::{DirectStore, store_direct};
 use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, StageRelease, produce};
@@ -32,14 +33,14 @@ use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::sync_threads;
 use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, grid_dim, thread_rank, warp_id, warpgroup_id};
-use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
+use warpforge_dsl::tile::{RingOf, TileOf};
 use warpforge_dsl::warpgroup::{self, acc::Acc64x128F32};
 use warpforge_dsl::{tma, warp};
 
-use crate::gemm_abi::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, GemmRelu2Params, SMEM_BYTES, STAGES};
+use crate::gemm_abi::{ATile, BLOCK_K, BLOCK_M, BLOCK_N, BTile, GemmRelu2Params, STAGES};
+use crate::logic::tile_spec::Tile;
 
 const RING: usize = STAGES as usize;
-const K_SLICE: usize = BLOCK_K as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
@@ -48,16 +49,8 @@ const CONSUMERS: u32 = 2;
 /// Tile rows per band of the grouped order.
 const RASTER_GROUP: u32 = 8;
 
-type ATile = SmemTile<Bf16, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (64, BLOCK_K)
-type BTile = SmemTile<Bf16, { BLOCK_N as usize }, K_SLICE, Swizzle128B>; // (BLOCK_N, BLOCK_K)
-type ARing = SmemTileRing<Bf16, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>;
-type BRing = SmemTileRing<Bf16, { BLOCK_N as usize }, K_SLICE, Swizzle128B, RING>;
-
-// The plan below (ring aligned to the swizzle atom, then its barriers) fits the launch's bytes.
-const _: () = assert!(
-    STAGES * (2 * ATile::BYTES + BTile::BYTES) + 2 * STAGES * MBARRIER_BYTES + ATile::ALIGN <= SMEM_BYTES,
-    "SMEM_BYTES covers the shared-memory plan"
-);
+type ARing = RingOf<ATile, RING>; // (RING × ATile)
+type BRing = RingOf<BTile, RING>; // (RING × BTile)
 
 /// The epilogue: squared ReLU of the f32 accumulator (rounded to bf16 by the store).
 #[inline(always)]
@@ -69,10 +62,10 @@ fn relu2(_row: u32, _col: u32, acc: f32) -> f32 {
 /// `D = relu(A·Bᵀ)²`; see the module docs.
 ///
 /// # Safety
-/// `a_map` describes A (bf16, K × M × 1, box 64 × 64 × 1) and `b_map` B (bf16, K × N × 1, box
-/// 64 × 128 × 1), both under 128-byte swizzle; `p.d` addresses D, valid for every element
+/// `a_map` describes A (K × M × 1) and `b_map` B (K × N × 1), built for [`ATile`] and
+/// [`BTile`] (`TensorMapBuilder::for_tile`); `p.d` addresses D, valid for every element
 /// inside `p.m × p.n` at row pitch `p.ldd`; all stay valid for the launch. 384 threads and
-/// [`SMEM_BYTES`] of dynamic shared memory.
+/// [`SMEM`](crate::gemm_abi::SMEM)`.launch_bytes()` of dynamic shared memory.
 #[kernel(threads = 384, min_blocks_per_sm = 1)]
 pub unsafe fn gemm_relu2_bf16(
     #[grid_constant] a_map: &TensorMap,
@@ -116,7 +109,7 @@ pub unsafe fn gemm_relu2_bf16(
             let mut index = 0;
             while let Some(unit) = units.unit(block_idx().x, index) {
                 let load = |stage: u32, slice: u32, full: &Mbarrier| {
-                    let (k0, m1) = ((slice * BLOCK_K) as i32, unit.m0 + A_BOX_ROWS as i32);
+                    let (k0, m1) = ((slice * BLOCK_K) as i32, unit.m0 + ATile::ROWS as i32);
                     // SAFETY: the maps' boxes match the tiles (kernel contract); `produce`
                     // acquired the slot free.
                     unsafe {
@@ -127,7 +120,14 @@ pub unsafe fn gemm_relu2_bf16(
                 };
                 // SAFETY: the one producer thread; each slot gets both A boxes and the B box,
                 // exactly the stage type's bytes (whole boxes, out-of-bounds elements zero).
-                unsafe { produce::<(ATile, ATile, BTile), RING>(&pipe, &mut state, unit.k_begin..unit.k_end, load) };
+                unsafe {
+                    produce::<(TileOf<ATile>, TileOf<ATile>, TileOf<BTile>), RING>(
+                        &pipe,
+                        &mut state,
+                        unit.k_begin..unit.k_end,
+                        load,
+                    )
+                };
                 index += 1;
             }
         }
@@ -148,7 +148,7 @@ pub unsafe fn gemm_relu2_bf16(
         let acc: Acc64x128F32 = unsafe { consumer.mainloop(unit.slices(), &stage_mma) };
         // SAFETY: the whole warpgroup, once after the main loop; `acc` is readable after it.
         unsafe { consumer.drain() };
-        let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
+        let row0 = unit.m0 as u32 + half * ATile::ROWS;
         // SAFETY: D is valid for every element inside m × n at pitch `ldd` (kernel contract).
         unsafe { store_direct(&acc, &d, (0, row0, unit.n0 as u32), relu2) };
         index += 1;

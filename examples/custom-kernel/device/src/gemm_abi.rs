@@ -1,27 +1,35 @@
-//! What the host and `gemm_relu2_bf16` must agree on: the tile shape (the TMA boxes follow
-//! from it), the launch shape and the `#[repr(C)]` parameter block. Plain `no_std` Rust with no
-//! DSL: the device crate compiles it as a module and the launching binary compiles the very
-//! same file (`#[path]`), so the two sides cannot drift.
+//! What the host and `gemm_relu2_bf16` must agree on: the tiles TMA fills (the host's boxes and
+//! the device's shared-memory tiles both come from [`ATile`] and [`BTile`]), the shared-memory
+//! plan the launch is sized from, the launch shape and the `#[repr(C)]` parameter block. Plain
+//! `no_std` Rust on warpforge's logic crate (`crate::logic`: the DSL's re-export on the device,
+//! the runtime's on the host): the device crate compiles it as a module and the launching
+//! binary compiles the very same file (`#[path]`), so the two sides cannot drift.
 
-/// Rows of D per CTA tile: two consumer warpgroups of [`A_BOX_ROWS`] rows.
-pub const BLOCK_M: u32 = 128;
+use crate::logic::swizzle::Swizzle128B;
+use crate::logic::tile_spec::{SmemPlan, Tile, TileSpec, elem};
+
+/// One consumer warpgroup's rows of A per ring stage: one TMA box. // (BLOCK_M / 2, BLOCK_K)
+pub type ATile = TileSpec<elem::Bf16, 64, 64, Swizzle128B>;
+/// B's rows per ring stage: one TMA box. // (BLOCK_N, BLOCK_K)
+pub type BTile = TileSpec<elem::Bf16, 128, 64, Swizzle128B>;
+
+/// Rows of D per CTA tile: two consumer warpgroups of one [`ATile`] each.
+pub const BLOCK_M: u32 = 2 * ATile::ROWS;
 /// Columns of D per CTA tile (one `wgmma.m64n128k16` accumulator per consumer warpgroup).
-pub const BLOCK_N: u32 = 128;
+pub const BLOCK_N: u32 = BTile::ROWS;
 /// K per ring stage: one 128-byte swizzle span of bf16.
-pub const BLOCK_K: u32 = 64;
-/// Rows of A per TMA box: one consumer warpgroup's share of the tile.
-pub const A_BOX_ROWS: u32 = 64;
+pub const BLOCK_K: u32 = ATile::COLS;
 /// Ring depth.
 pub const STAGES: u32 = 4;
 /// Threads per CTA: one producer warpgroup and two consumer warpgroups.
 pub const THREADS: u32 = 384;
-/// bf16 bytes.
-const ELEM_BYTES: u32 = 2;
-/// Each full and empty barrier of the ring: one 8-byte mbarrier.
-const RING_BARRIER_BYTES: u32 = 2 * STAGES * 8;
-/// Dynamic shared memory: the operand ring (per stage A's two 64 × 64 boxes and B's 128 × 64
-/// box, 32 KiB), its barriers, and slack to align the ring to the 1024-byte swizzle atom.
-pub const SMEM_BYTES: u32 = STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K * ELEM_BYTES + RING_BARRIER_BYTES + 1024;
+
+const _: () = assert!(BTile::COLS == BLOCK_K, "A and B slices span the same K");
+
+/// Dynamic shared memory, in the device's carve-up order: A's top and bottom rings, B's ring,
+/// the ring's full and empty barriers.
+pub const SMEM: SmemPlan =
+    SmemPlan::new().ring::<ATile>(STAGES).ring::<ATile>(STAGES).ring::<BTile>(STAGES).pipeline(STAGES);
 
 /// The kernel's last parameter, after the A and B tensor maps.
 #[repr(C)]

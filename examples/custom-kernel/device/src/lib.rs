@@ -10,6 +10,8 @@
 #[cfg(warpforge_arch = "sm_90a")]
 mod gemm;
 pub mod gemm_abi;
+/// The logic crate under the name the shared `gemm_abi.rs` uses on both sides.
+use warpforge_dsl::logic;
 
 use warpforge_dsl::atomic::{AtomicCell, shared_fetch_add};
 use warpforge_dsl::kernel;

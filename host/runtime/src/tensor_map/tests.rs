@@ -220,3 +220,43 @@ fn swizzle_maps_to_the_driver_code_the_logic_crate_names() {
     assert_eq!(swizzle_span_limit(Swizzle::None), None);
     assert_eq!(swizzle_span_limit(Swizzle::B64), Some(64));
 }
+
+/// The GEMM operand's tile as a shared description: 64 rows × 64 bf16 under 128-byte swizzle.
+type GemmTile = warpforge_logic::tile_spec::TileSpec<
+    warpforge_logic::tile_spec::elem::Bf16,
+    64,
+    64,
+    warpforge_logic::swizzle::Swizzle128B,
+>;
+
+#[test]
+fn a_map_for_a_tile_takes_its_box_and_swizzle() {
+    let map = TensorMapBuilder::for_tile::<GemmTile>(&[4096, 4096]);
+    check(&map, BASE, GEMM_BYTES, "ok");
+    check(&gemm_operand().expect_tile::<GemmTile>(), BASE, GEMM_BYTES, "ok");
+    assert_eq!(map.box_bytes(), 64 * 64 * 2);
+    // Outer dimensions of a 3-D map take box 1.
+    check(&TensorMapBuilder::for_tile::<GemmTile>(&[4096, 4096, 1]), BASE, GEMM_BYTES, "ok");
+}
+
+#[test]
+fn a_box_or_swizzle_that_disagrees_with_the_tile_is_refused() {
+    let wrong_box = TensorMapBuilder::<bf16>::row_major_2d(4096, 4096, 4096, 128, 64).swizzle(Swizzle::B128);
+    check(&wrong_box.expect_tile::<GemmTile>(), BASE, GEMM_BYTES, "TileMismatch");
+    check(&gemm_operand().swizzle(Swizzle::B64).expect_tile::<GemmTile>(), BASE, GEMM_BYTES, "TileMismatch");
+    check(
+        &TensorMapBuilder::for_tile::<GemmTile>(&[4096, 4096]).swizzle(Swizzle::None),
+        BASE,
+        GEMM_BYTES,
+        "TileMismatch",
+    );
+    let outer_box = TensorMapBuilder::<bf16>::new(&[4096, 4096, 2], &[64, 64, 2]).swizzle(Swizzle::B128);
+    check(&outer_box.expect_tile::<GemmTile>(), BASE, 2 * GEMM_BYTES, "TileMismatch");
+    check(&TensorMapBuilder::for_tile::<GemmTile>(&[4096]), BASE, GEMM_BYTES, "TileMismatch");
+    let message = TensorMapBuilder::for_tile::<GemmTile>(&[4096, 4096])
+        .swizzle(Swizzle::B64)
+        .validate(BASE, GEMM_BYTES)
+        .unwrap_err()
+        .to_string();
+    assert!(message.contains("does not load tile"), "{message}");
+}
