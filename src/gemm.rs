@@ -27,7 +27,7 @@ mod skinny;
 mod variant;
 mod workspace;
 use schedule::{GemmSchedule, tile_plan};
-pub use skinny::SKINNY_MAX_ROWS;
+pub use skinny::{Cores, SKINNY_MAX_ROWS};
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
@@ -82,6 +82,9 @@ pub struct GemmProblem {
     pub tile_width: TileWidth,
     /// Cluster shape of the kernel (a performance choice; results are the same).
     pub clusters: Clusters,
+    /// Tensor cores or the CUDA-core decode path (a performance choice; results agree within
+    /// f32 accumulation-order rounding).
+    pub cores: Cores,
 }
 
 impl GemmProblem {
@@ -105,6 +108,7 @@ impl GemmProblem {
             consumers: Consumers::Auto,
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
+            cores: Cores::Auto,
         }
     }
 
@@ -399,11 +403,12 @@ impl Warpforge {
             beta: p.beta,
             activation: p.activation,
         };
-        if skinny::eligible(p, &e) {
+        if skinny::takes(p, &e)? {
             let entry = skinny::entry(I::NAME, O::NAME);
             if self.launch_skinny(stream, p, &e, entry, a, b, &math, d)? {
                 return Ok(());
             }
+            check(p.cores != Cores::Cuda, || "Cores::Cuda needs A and B 16-byte aligned".into())?;
         }
         // Operands TMA can read in place, or K-major scratch copies; each holds its buffer's
         // read guard until it drops, after the launch below.
@@ -572,7 +577,7 @@ impl Warpforge {
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
         let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
-        if !skinny::eligible(problem, &extents) {
+        if !skinny::takes(problem, &extents)? {
             return Ok(plan);
         }
         let entry = skinny::entry(I::NAME, O::NAME);

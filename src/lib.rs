@@ -37,7 +37,7 @@ pub mod swiglu;
 mod warpforge;
 
 pub use gemm::{
-    COperand, Clusters, Consumers, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, Layout, TileWidth,
+    COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, Layout, TileWidth,
 };
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge::Warpforge;

@@ -11,7 +11,7 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Activation, COperand, Clusters, Consumers, Epilogue, Error, GemmProblem, Layout, TileWidth};
+use warpforge::{Activation, COperand, Clusters, Consumers, Cores, Epilogue, Error, GemmProblem, Layout, TileWidth};
 
 use crate::common::gemm::{Case, Geometry, run_case};
 use crate::common::gpu;
@@ -67,7 +67,7 @@ prop_compose! {
         let (consumers, tile_width, clusters) = (Consumers::Auto, TileWidth::Auto, Clusters::Auto);
         Case {
             m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, c_in_place: false, with_bias,
-            activation, consumers, tile_width, clusters, seed,
+            activation, consumers, tile_width, clusters, cores: Cores::Auto, seed,
         }
     }
 }
@@ -448,26 +448,29 @@ fn gemm_fixed_shapes_match_f64() {
     }
 }
 
-/// Decode shapes (M ≤ 8) take the CUDA-core path when A is row-major, B column-major and K,
-/// pitches and batch strides are multiples of 8, and the tensor-core path otherwise; both
-/// match float64 over every output type, the full epilogue, batches, padded pitches and N not
-/// a multiple of the two columns a warp owns.
+/// The CUDA-core decode path, forced (`Cores::Cuda`) on every shape it takes — up to 8 rows,
+/// batches, padded pitches, N not a multiple of the two columns a warp owns, K of one vector
+/// per lane or less — and refused with a typed error where it cannot run; and `Cores::Auto`'s
+/// rule (one row, K ≥ 256, the linear layout) asserted from the plan. Every call matches
+/// float64 over three output types and the full epilogue.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn gemm_decode_rows_take_the_skinny_path_and_match_f64() {
     use warpforge::GemmPath;
     let (_, wf) = gpu();
-    for (m, n, k, batch, pad, skinny) in [
-        (1, 4096, 4096, 1, 0, true),
-        (2, 7, 64, 1, 0, true),
-        (3, 301, 520, 2, 8, true),
-        (5, 1, 8, 1, 0, true),
-        (8, 1000, 2048, 3, 0, true),
-        (8, 258, 16, 1, 16, true),
-        (4, 300, 1000, 1, 0, true),
-        (4, 300, 1001, 1, 0, false), // K not a multiple of 8
-        (6, 64, 256, 1, 3, false),   // pitches not multiples of 8
-        (9, 512, 512, 1, 0, false),  // more rows than the path takes
+    // (m, n, k, batch, pad, fits the decode path, Auto takes it)
+    for (m, n, k, batch, pad, fits, auto) in [
+        (1, 4096, 4096, 1, 0, true, true),
+        (1, 7, 256, 2, 8, true, true),
+        (1, 300, 64, 1, 0, true, false), // K under one vector per lane: tensor cores
+        (2, 7, 64, 1, 0, true, false),
+        (3, 301, 520, 2, 8, true, false),
+        (5, 1, 8, 1, 0, true, false),
+        (8, 1000, 2048, 3, 0, true, false),
+        (8, 258, 16, 1, 16, true, false),
+        (4, 300, 1001, 1, 0, false, false), // K not a multiple of 8
+        (6, 64, 256, 1, 3, false, false),   // pitches not multiples of 8
+        (9, 512, 512, 1, 0, false, false),  // more rows than the path takes
     ] {
         let case = Case {
             pads: [pad; 4],
@@ -479,12 +482,19 @@ fn gemm_decode_rows_take_the_skinny_path_and_match_f64() {
             activation: Activation::Silu,
             ..Case::plain(m, n, k, batch)
         };
-        let problem = Geometry::of(&case).problem;
-        let plan = wf.gemm_plan::<bf16, bf16>(&problem).unwrap();
-        let want = if skinny { GemmPath::Skinny } else { GemmPath::TensorCores };
-        assert_eq!(plan.path, want, "{m}×{n}×{k} batch {batch} pad {pad}: {plan:?}");
+        let auto_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&case).problem).unwrap();
+        let want = if auto { GemmPath::Skinny } else { GemmPath::TensorCores };
+        assert_eq!(auto_plan.path, want, "Auto, {m}×{n}×{k} batch {batch} pad {pad}: {auto_plan:?}");
         run_case::<bf16, bf16>(&case);
-        run_case::<f16, f32>(&case);
-        run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..case.clone() });
+        let forced = Case { cores: Cores::Cuda, ..case.clone() };
+        let forced_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&forced).problem);
+        if !fits {
+            assert!(forced_plan.is_err(), "Cores::Cuda must refuse {m}×{n}×{k} pad {pad}: {forced_plan:?}");
+            continue;
+        }
+        assert_eq!(forced_plan.unwrap().path, GemmPath::Skinny);
+        run_case::<bf16, bf16>(&forced);
+        run_case::<f16, f32>(&forced);
+        run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced.clone() });
     }
 }

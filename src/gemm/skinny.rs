@@ -2,17 +2,16 @@
 //! (`gemm_skinny_*_sm90`), every warp of a resident grid streaming the weight (B) once, instead
 //! of on 64- or 128-row wgmma tiles that leave most of each tile and most SMs idle.
 //!
-//! Taken by `Auto` problems (no forced consumer arrangement, tile width or clusters) whose
-//! operands the kernel reads in 16-byte vectors without a repack: A row-major, B column-major
-//! (a linear layer's N × K weight), K, both pitches and both batch strides multiples of 8
-//! elements, both buffers 16-byte aligned. Anything else takes the tensor-core path.
+//! The kernel reads the operands in 16-byte vectors without a repack: A row-major, B
+//! column-major (a linear layer's N × K weight), K, both pitches and both batch strides
+//! multiples of 8 elements, both buffers 16-byte aligned. [`Cores`] says when it runs.
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use warpforge_abi::signatures::GemmSkinny;
 use warpforge_abi::{Entry, GemmParams, SkinnyOperands, entries};
-use warpforge_host::{LaunchConfig, Result};
+use warpforge_host::{Error, LaunchConfig, Result};
 
 use super::{Clusters, Consumers, EpilogueMath, GemmExtents, GemmProblem, Layout, TileWidth};
 use crate::Warpforge;
@@ -24,20 +23,59 @@ const THREADS: u32 = 256;
 /// Columns of D per warp (the kernel's `COLS_PER_WARP`).
 const COLS_PER_WARP: u64 = 2;
 
-/// Whether `p` takes the decode path, judged on its shape and layout (buffer alignment is
-/// checked at launch; a misaligned buffer falls back to the tensor-core path).
-pub(crate) fn eligible(p: &GemmProblem, e: &GemmExtents) -> bool {
+/// Which cores a GEMM runs on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cores {
+    /// The measured rule: the CUDA-core decode path for one-row problems with K ≥ 256 in a
+    /// linear layer's layout, the tensor cores otherwise (docs/PERF.md, the shape sweep: at
+    /// M = 1 the decode path streamed the weight at up to 3.7 TB/s where the 64-row wgmma tile
+    /// reached 2.2; at M = 2 it won only on small weights and at M ≥ 4 it lost, its
+    /// activation loads and conversions growing with the rows; below K = 256 lanes idle).
+    #[default]
+    Auto,
+    /// The persistent warp-specialised wgmma kernels.
+    Tensor,
+    /// The CUDA-core decode path; refused (typed error) unless the problem fits it: at most
+    /// [`SKINNY_MAX_ROWS`] rows, A row-major, B column-major, K and the pitches and batch
+    /// strides multiples of 8 elements, A and B 16-byte aligned.
+    Cuda,
+}
+
+/// Rows up to which [`Cores::Auto`] takes the decode path.
+const AUTO_ROWS: usize = 1;
+/// Shortest K for which [`Cores::Auto`] takes it: one 16-byte vector per lane of a warp.
+const AUTO_MIN_K: usize = 256;
+
+/// Whether the decode kernel can run `p` (buffer alignment is checked at launch).
+fn fits(p: &GemmProblem, e: &GemmExtents) -> bool {
     let vectors = |elems: usize| elems.is_multiple_of(8);
     p.m <= SKINNY_MAX_ROWS
-        && p.consumers == Consumers::Auto
-        && p.tile_width == TileWidth::Auto
-        && p.clusters == Clusters::Auto
         && p.a_layout == Layout::RowMajor
         && p.b_layout == Layout::ColMajor
         && vectors(p.k)
         && vectors(e.lda)
         && vectors(e.ldb)
         && (p.batch == 1 || (vectors(e.strides[0]) && vectors(e.strides[1])))
+}
+
+/// Whether `p` takes the decode path: forced by [`Cores::Cuda`] (a typed error when it does
+/// not fit), or by [`Cores::Auto`]'s rule with no tensor-core variant forced. With `Auto`, a
+/// misaligned buffer at launch falls back to the tensor cores.
+pub(crate) fn takes(p: &GemmProblem, e: &GemmExtents) -> Result<bool> {
+    match p.cores {
+        Cores::Tensor => Ok(false),
+        Cores::Cuda if fits(p, e) => Ok(true),
+        Cores::Cuda => Err(Error::InvalidArgument(format!(
+            "Cores::Cuda runs at most {SKINNY_MAX_ROWS} rows, A row-major, B column-major, K, pitches \
+             and batch strides multiples of 8: {p:?}"
+        ))),
+        Cores::Auto => Ok(fits(p, e)
+            && p.m <= AUTO_ROWS
+            && p.k >= AUTO_MIN_K
+            && p.consumers == Consumers::Auto
+            && p.tile_width == TileWidth::Auto
+            && p.clusters == Clusters::Auto),
+    }
 }
 
 /// The skinny entry for the (input, output) names.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaStream;
 use warpforge::Warpforge;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, COperand, Clusters, Consumers, Epilogue, GemmProblem, Layout, TileWidth};
+use warpforge::{Activation, COperand, Clusters, Consumers, Cores, Epilogue, GemmProblem, Layout, TileWidth};
 
 use super::{EPS_F32, Element, View, gpu, mix, random_f32};
 
@@ -52,6 +52,7 @@ pub struct Case {
     pub consumers: Consumers,
     pub tile_width: TileWidth,
     pub clusters: Clusters,
+    pub cores: Cores,
     pub seed: u64,
 }
 
@@ -76,6 +77,7 @@ impl Case {
             consumers: Consumers::Auto,
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
+            cores: Cores::Auto,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
         }
     }
@@ -117,6 +119,7 @@ impl Geometry {
         problem.consumers = case.consumers;
         problem.tile_width = case.tile_width;
         problem.clusters = case.clusters;
+        problem.cores = case.cores;
         let (mut ld, mut stride, mut need, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
