@@ -16,7 +16,7 @@ pub const ENTRY: &str = "rmsnorm_bf16";
 const EPS: f32 = 1e-6;
 /// Unit roundoff of f32 and bf16.
 const U_F32: f64 = f32::EPSILON as f64 / 2.0;
-const U_BF16: f64 = 1.0 / 512.0;
+const U_BF16: f64 = 1.0 / 256.0;
 /// Relative error of `rsqrt.approx.f32` (PTX ISA).
 const RSQRT_REL: f64 = 1.0 / 7_820_000.0; // 2^-22.9
 /// Launches timed for the bandwidth figure (after one warm-up launch).
