@@ -13,7 +13,7 @@ use warpforge_dsl::mbarrier::{Mbarrier, Phase, fence_init};
 use warpforge_dsl::num::Bf16;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::{DynamicShared, SharedPtr};
-use warpforge_dsl::thread::{block_rank, lane_id, thread_rank, warpgroup_id};
+use warpforge_dsl::thread::{block_rank, lane_id, thread_rank, thread_rank_in_place, warpgroup_id};
 use warpforge_dsl::tile::{NoSwizzle, SmemTile, SmemTileRing, Swizzle32B, Swizzle64B, Swizzle128B, SwizzleMode};
 use warpforge_dsl::tma;
 use warpforge_dsl::warpgroup::{self, Accumulator};
@@ -73,7 +73,11 @@ unsafe fn load_box_to_global<const ROWS: usize, const COLS: usize, S: SwizzleMod
     // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
     // copies LLVM may make of it; see `cluster::sync`).
     unsafe { cluster::sync() };
-    if thread_rank() == 0 {
+    // Thread 0 again, read afresh (`thread_rank_in_place`, here and after every barrier below):
+    // with the same value as the branch above, LLVM threads the two branches into one and
+    // gives lane 0 its own copy of the barrier, which compute-sanitizer's synccheck reports as
+    // a divergent barrier.
+    if thread_rank_in_place() == 0 {
         // SAFETY: the barrier expects exactly the tile's bytes, which this one load delivers.
         unsafe {
             bar.arrive_expect_tx(SmemTile::<Bf16, ROWS, COLS, S>::BYTES);
@@ -160,7 +164,7 @@ pub unsafe fn tma_store_roundtrip_sm90a(
     // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
     // copies LLVM may make of it; see `cluster::sync`).
     unsafe { cluster::sync() };
-    if thread_rank() == 0 {
+    if thread_rank_in_place() == 0 {
         // SAFETY: one load of exactly the announced bytes.
         unsafe {
             bar.arrive_expect_tx(BoxTile::BYTES);
@@ -209,7 +213,7 @@ pub unsafe fn mbarrier_pipeline_sm90a(iters: u32, out: *mut u32) {
         // SAFETY: the whole warpgroup executes it; `max_registers = 168` fixes the entry count, and
         // 128 · 40 + 128 · 232 registers fit the register file.
         unsafe { warpgroup::setmaxnreg_dec::<40>() };
-        if thread_rank() == 0 {
+        if thread_rank_in_place() == 0 {
             for it in 0..iters {
                 pipe.producer_wait(state);
                 let slot = slots.add(state.stage * PIPELINE_SLOT_WORDS);
@@ -312,7 +316,7 @@ pub unsafe fn tma_multicast_sm90a(#[grid_constant] map: &TensorMap, x: i32, y: i
     }
     // SAFETY: every thread of both CTAs reaches it: both barriers are armed before any load.
     unsafe { cluster::sync() };
-    if thread_rank() == 0 {
+    if thread_rank_in_place() == 0 {
         let half = if rank == 0 { &halves[0] } else { &halves[1] };
         // SAFETY: both CTAs run the same smem plan and armed their barrier with both halves.
         unsafe { tma::load_2d_multicast(half, map, x, y + 32 * rank as i32, &bar, 0b11) };
@@ -366,7 +370,7 @@ pub unsafe fn wgmma_pipelined_bf16_sm90a(
         // SAFETY: the whole warpgroup; `max_registers = 168` fixes the entry count, and
         // 128 · 40 + 128 · 232 registers fit the register file.
         unsafe { warpgroup::setmaxnreg_dec::<40>() };
-        if thread_rank() == 0 {
+        if thread_rank_in_place() == 0 {
             for kt in 0..k_tiles {
                 let (a_s, b_s) = (a.stage(state.stage), b.stage(state.stage));
                 // SAFETY: one producer; the two loads deliver exactly (A, B) tile bytes.

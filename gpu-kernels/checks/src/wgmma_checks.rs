@@ -33,7 +33,7 @@ use warpforge_dsl::mbarrier::{Mbarrier, Phase, fence_init};
 use warpforge_dsl::num::{Bf16, E4m3, E5m2, F16};
 use warpforge_dsl::pipeline::TmaLoad;
 use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::thread::thread_rank;
+use warpforge_dsl::thread::{thread_rank, thread_rank_in_place};
 use warpforge_dsl::tile::{SmemTile, SmemTileMn, Swizzle128B};
 use warpforge_dsl::tma;
 use warpforge_dsl::warpgroup::acc::{
@@ -105,7 +105,9 @@ unsafe fn load_operands<A: CheckTile, B: CheckTile>(a_map: &TensorMap, b_map: &T
     // SAFETY: every thread reaches it (a cluster barrier, because it tolerates the divergent
     // copies LLVM may make of it; see `cluster::sync`).
     unsafe { cluster::sync() };
-    if thread_rank() == 0 {
+    // Thread 0 read afresh, so LLVM cannot thread this branch into the one above and give lane 0
+    // its own copy of the barrier (synccheck: divergent barrier); see `hopper_async_checks`.
+    if thread_rank_in_place() == 0 {
         // SAFETY: the loads deliver exactly the bytes of (A, B), announced first.
         unsafe {
             full.arrive_expect_tx(<(A, B) as TmaLoad>::BYTES);
