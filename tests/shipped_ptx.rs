@@ -55,15 +55,9 @@ fn embedded_cubin_is_the_shipped_one_and_matches_the_ptx() {
 /// at build time.
 #[test]
 fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
-    let module = ptx::module(Arch::Sm90a);
     let mut checked = 0;
-    for entry in module.split(".visible .entry ").skip(1) {
-        let name = entry.split('(').next().unwrap_or_default();
-        // The skinny decode GEMMs run on the CUDA cores: no wgmma to check.
-        if !(name.starts_with("gemm_") && name.ends_with("_sm90")) || name.starts_with("gemm_skinny_") {
-            continue;
-        }
-        let body = &entry[..entry.find("\n}\n").unwrap_or(entry.len())];
+    // The skinny decode GEMMs run on the CUDA cores: no wgmma to check.
+    for (name, body) in entries(Arch::Sm90a, "_sm90").filter(|(name, _)| !name.starts_with("gemm_skinny_")) {
         for instruction in [
             "wgmma.fence.sync.aligned;",
             "wgmma.commit_group.sync.aligned;",
@@ -87,18 +81,21 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
 /// barriers and the barrier-init fence may release at cluster scope.
 #[test]
 fn sm100_gemms_release_at_cta_scope_per_tile() {
-    let module = ptx::module(Arch::Sm100a);
     let mut checked = 0;
-    for entry in module.split(".visible .entry ").skip(1) {
-        let name = entry.split('(').next().unwrap_or_default();
-        if !(name.starts_with("gemm_") && name.ends_with("_sm100")) {
-            continue;
-        }
-        let body = &entry[..entry.find("\n}\n").unwrap_or(entry.len())];
+    for (name, body) in entries(Arch::Sm100a, "_sm100") {
         for cluster_release in ["mbarrier.arrive.release.cluster", "fence.acq_rel.cluster", "fence.sc.cluster"] {
             assert!(!body.contains(cluster_release), "{name}: `{cluster_release}` on the per-tile path");
         }
         checked += 1;
     }
     assert_eq!(checked, 2, "expected the bf16 and the MXFP8 tcgen05 GEMMs");
+}
+
+/// The `gemm_*<suffix>` entries of `arch`'s embedded module: (name, body up to its closing brace).
+fn entries(arch: Arch, suffix: &'static str) -> impl Iterator<Item = (&'static str, &'static str)> {
+    ptx::module(arch).split(".visible .entry ").skip(1).filter_map(move |entry| {
+        let name = entry.split('(').next().unwrap_or_default();
+        let body = &entry[..entry.find("\n}\n").unwrap_or(entry.len())];
+        (name.starts_with("gemm_") && name.ends_with(suffix)).then_some((name, body))
+    })
 }

@@ -13,6 +13,7 @@ use warpforge_abi::signatures::GemmSkinny;
 use warpforge_abi::{Entry, GemmParams, SkinnyOperands, entries};
 use warpforge_host::{Error, LaunchConfig, Result};
 
+use super::variant::by_types;
 use super::{Clusters, Consumers, EpilogueMath, GemmExtents, GemmProblem, Layout, TileWidth};
 use crate::Warpforge;
 
@@ -80,14 +81,18 @@ pub(crate) fn takes(p: &GemmProblem, e: &GemmExtents) -> Result<bool> {
 
 /// The skinny entry for the (input, output) names.
 pub(crate) fn entry(input: &str, output: &str) -> Entry<GemmSkinny> {
-    match (input, output) {
-        ("bf16", "bf16") => entries::GEMM_SKINNY_BF16_BF16,
-        ("bf16", "f16") => entries::GEMM_SKINNY_BF16_F16,
-        ("bf16", "f32") => entries::GEMM_SKINNY_BF16_F32,
-        ("f16", "bf16") => entries::GEMM_SKINNY_F16_BF16,
-        ("f16", "f16") => entries::GEMM_SKINNY_F16_F16,
-        _ => entries::GEMM_SKINNY_F16_F32,
-    }
+    by_types(
+        input,
+        output,
+        [
+            entries::GEMM_SKINNY_BF16_BF16,
+            entries::GEMM_SKINNY_BF16_F16,
+            entries::GEMM_SKINNY_BF16_F32,
+            entries::GEMM_SKINNY_F16_BF16,
+            entries::GEMM_SKINNY_F16_F16,
+            entries::GEMM_SKINNY_F16_F32,
+        ],
+    )
 }
 
 impl Warpforge {

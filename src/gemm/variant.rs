@@ -84,14 +84,30 @@ fn variant_entries(input: &str, output: &str) -> Option<[Entry<GemmSm90>; 3]> {
 
 /// The plain cooperative entry (every input/output pair).
 fn cooperative_entry(input: &str, output: &str) -> Entry<GemmSm90> {
-    match (input, output) {
-        ("bf16", "bf16") => entries::GEMM_BF16_BF16,
-        ("bf16", "f16") => entries::GEMM_BF16_F16,
-        ("bf16", "f32") => entries::GEMM_BF16_F32,
-        ("f16", "bf16") => entries::GEMM_F16_BF16,
-        ("f16", "f16") => entries::GEMM_F16_F16,
-        _ => entries::GEMM_F16_F32,
-    }
+    by_types(
+        input,
+        output,
+        [
+            entries::GEMM_BF16_BF16,
+            entries::GEMM_BF16_F16,
+            entries::GEMM_BF16_F32,
+            entries::GEMM_F16_BF16,
+            entries::GEMM_F16_F16,
+            entries::GEMM_F16_F32,
+        ],
+    )
+}
+
+/// The item of `table` for the (input, output) type names, the table in the order bf16 → bf16,
+/// f16, f32, then f16 → bf16, f16, f32 (the six pairs every GEMM kernel family is built for).
+pub(crate) fn by_types<T: Copy>(input: &str, output: &str, table: [T; 6]) -> T {
+    let row = if input == "bf16" { 0 } else { 3 };
+    let col = match output {
+        "bf16" => 0,
+        "f16" => 1,
+        _ => 2,
+    };
+    table[row + col]
 }
 
 fn refuse(what: &str) -> Error {
@@ -255,6 +271,18 @@ fn prefer_narrow(m: usize, n: usize, k: usize, batch: usize, sms: u32) -> bool {
 #[cfg(test)]
 mod tests {
     const H200_SMS: u32 = 132;
+
+    #[test]
+    fn every_type_pair_picks_its_own_entry() {
+        let pairs =
+            [("bf16", "bf16"), ("bf16", "f16"), ("bf16", "f32"), ("f16", "bf16"), ("f16", "f16"), ("f16", "f32")];
+        for (i, (input, output)) in pairs.into_iter().enumerate() {
+            assert_eq!(super::by_types(input, output, [0, 1, 2, 3, 4, 5]), i, "{input} → {output}");
+            let entry = super::cooperative_entry(input, output).name();
+            assert_eq!(entry, format!("gemm_{input}_{output}_ws_persistent_sm90"));
+            assert_eq!(crate::gemm::skinny::entry(input, output).name(), format!("gemm_skinny_{input}_{output}_sm90"));
+        }
+    }
 
     #[test]
     fn pingpong_is_chosen_where_it_measured_faster() {
