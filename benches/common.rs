@@ -1,16 +1,13 @@
 //! Helpers the side-by-side benches share: random non-zero inputs, the cuBLAS call of a linear
-//! layer, event timing of a batch of calls, the SM clock, medians and geomeans, the float
-//! tolerances of a sampled check, and the ratio bar chart.
-//! Included by each bench with `#[path]` (benches are separate crates; this is not a bench).
-// Each bench uses a part of this file.
-#![allow(dead_code)]
+//! layer, event timing of a batch of calls, the SM clock, medians and geomeans, the float64
+//! sampled check of a linear layer's output, and the ratio bar chart.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::cublas::sys::cublasOperation_t;
 use cudarc::cublas::{CudaBlas, GemmConfig};
-use cudarc::driver::{CudaContext, CudaEvent, CudaStream, sys::CUevent_flags};
+use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream, sys::CUevent_flags};
 use half::bf16;
 use warpforge::{Device, Warpforge};
 
@@ -48,6 +45,66 @@ pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// Random positions of D a [`LinearCheck`] samples; besides, this many on the last row and on
+/// the last column, and both corners.
+const RANDOM_SAMPLES: u64 = 64;
+const EDGE_SAMPLES: u64 = 16;
+/// The f32 accumulation's rounding errors, of random sign, grow as √K·u·Σ|a·b| for any order
+/// of summation (tensor-core, split-K, stream-K); this many of them is allowed. A lost K-slice
+/// of 64 products errs by about √64·|a·b| ≈ 3, above the tolerance at every K benchmarked.
+const ACCUMULATION_SIGMAS: f64 = 4.0;
+
+/// The float64 check of a linear layer's bf16 output `D (m × n) = X (m × k) · W (n × k)ᵀ` at
+/// sampled positions (random ones seeded by the shape, the last row and column, both corners).
+/// The tolerance per position: one bf16 rounding of the output (2·u_bf16·|ref|, u = 2^-8 as
+/// the tests count it), the f32 accumulation ([`ACCUMULATION_SIGMAS`]·√K·u_f32·Σ|x·w|), and
+/// bf16's absolute floor.
+pub struct LinearCheck {
+    /// (row, column, float64 reference, tolerance) per sampled position.
+    samples: Vec<(usize, usize, f64, f64)>,
+    n: usize,
+}
+
+impl LinearCheck {
+    /// The references at the sampled positions, from the host copies of X and W.
+    pub fn new(x: &[bf16], w: &[bf16], m: usize, n: usize, k: usize) -> Self {
+        let seed = mix((m * 31 + n) as u64 * 31 + k as u64);
+        let draw = |t: u64, bound: usize| (mix(seed + t) % bound as u64) as usize;
+        let mut positions: Vec<(usize, usize)> =
+            (0..RANDOM_SAMPLES).map(|t| (draw(2 * t, m), draw(2 * t + 1, n))).collect();
+        positions.extend((0..EDGE_SAMPLES).map(|t| (m - 1, draw(1000 + t, n))));
+        positions.extend((0..EDGE_SAMPLES).map(|t| (draw(2000 + t, m), n - 1)));
+        positions.extend([(0, 0), (m - 1, n - 1)]);
+        let samples = positions
+            .into_iter()
+            .map(|(i, j)| {
+                let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
+                for (a, b) in x[i * k..][..k].iter().zip(&w[j * k..][..k]) {
+                    let p = a.to_f64() * b.to_f64();
+                    dot += p;
+                    magnitude += p.abs();
+                }
+                let tolerance = 2.0 * EPS_BF16 * dot.abs()
+                    + ACCUMULATION_SIGMAS * (k as f64).sqrt() * EPS_F32 * magnitude
+                    + ABS_FLOOR;
+                (i, j, dot, tolerance)
+            })
+            .collect();
+        Self { samples, n }
+    }
+
+    /// The worst |error| ÷ tolerance of `d` over the samples (≤ 1 passes).
+    pub fn worst(&self, stream: &Arc<CudaStream>, d: &CudaSlice<bf16>) -> Result<f64> {
+        let mut worst = 0.0f64;
+        for &(i, j, reference, tolerance) in &self.samples {
+            let at = i * self.n + j;
+            let got = stream.clone_dtoh(&d.slice(at..at + 1))?[0].to_f64();
+            worst = worst.max((got - reference).abs() / tolerance);
+        }
+        Ok(worst)
+    }
 }
 
 /// cuBLAS's arguments for the linear layer `D (m × n) = X (m × k) · W (n × k)ᵀ`, all row-major

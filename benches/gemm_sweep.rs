@@ -20,7 +20,7 @@
 //! of ours and of cuBLAS. The SM clock is read every [`CLOCK_EVERY`] rows (nvidia-smi takes tens
 //! of milliseconds a read).
 //!
-//! Run: `cargo bench --bench gemm_sweep` (on a GPU machine: `.gpu/bench-gemm_sweep`). Arguments:
+//! Run: `cargo bench --bench kernels -- gemm_sweep` (on a GPU machine: `.gpu/bench gemm_sweep`). Arguments:
 //! `list` (print the shapes and an estimate of the run time, then exit; needs no GPU), `quick`
 //! (about 30 rows across every regime), `filter=<substring>` (only groups containing it, e.g.
 //! `filter=Llama`, `filter=random`). Writes `gemm_sweep.csv` and `gemm_sweep.svg` to `$OUT` (or
@@ -35,13 +35,10 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use warpforge::{Epilogue, GemmProblem, Warpforge};
 
-#[path = "common.rs"]
-mod common;
-#[path = "gemm_sweep/shapes.rs"]
 mod shapes;
-use common::{
-    ABS_FLOOR, Bar, BatchTimer, Bench, EPS_BF16, EPS_F32, Result, fill_random_bf16, geomean, linear_layer_config,
-    median, mix, ratio_svg, sm_clock_mhz,
+use crate::common::{
+    Bar, BatchTimer, Bench, LinearCheck, Result, fill_random_bf16, geomean, linear_layer_config, median, ratio_svg,
+    sm_clock_mhz,
 };
 use shapes::{REGIMES, Shape};
 
@@ -56,13 +53,6 @@ const MAX_REPS: usize = 500;
 const ROUNDS: usize = 9;
 const ROUNDS_LONG: usize = 5;
 const LONG_CALL_SECONDS: f64 = 1e-3;
-/// Random positions checked per row; besides, this many on the last row and on the last column.
-const RANDOM_SAMPLES: u64 = 64;
-const EDGE_SAMPLES: u64 = 16;
-/// The f32 accumulation's rounding errors, of random sign, grow as √K·u·Σ|a·b| for any order
-/// of summation (tensor-core, split-K, stream-K); this many of them is allowed. A lost K-slice
-/// of 64 products errs by about √64·|a·b| ≈ 3, above the tolerance at every K swept.
-const ACCUMULATION_SIGMAS: f64 = 4.0;
 /// Values per generator stream of the pool.
 const POOL_CHUNK: usize = 1 << 24;
 /// Rows between SM-clock reads.
@@ -321,40 +311,17 @@ fn measure(calls: &mut Calls, timer: &BatchTimer) -> Result<Row> {
 }
 
 /// Runs both sides once more on set 0 (outputs zeroed first) and compares each with a float64
-/// dot product at the sampled positions; returns the worst |error| ÷ tolerance of each. The
-/// tolerance: one bf16 rounding of the output (2·u_bf16·|ref|, u = 2^-8 as the tests count it),
-/// the f32 accumulation ([`ACCUMULATION_SIGMAS`]·√K·u_f32·Σ|a·b|), and bf16's absolute floor.
+/// dot product at the sampled positions ([`common::LinearCheck`]); returns the worst
+/// |error| ÷ tolerance of each.
 fn check(calls: &mut Calls) -> Result<[f64; 2]> {
     let Shape { m, n, k, .. } = *calls.shape;
     calls.stream.memset_zeros(&mut calls.d_ours[0])?;
     calls.stream.memset_zeros(&mut calls.d_blas[0])?;
     calls.call_on(Side::Ours, 0)?;
     calls.call_on(Side::Cublas, 0)?;
-    let seed = mix((m * 31 + n) as u64 * 31 + k as u64);
-    let draw = |t: u64, bound: usize| (mix(seed + t) % bound as u64) as usize;
-    let mut positions: Vec<(usize, usize)> =
-        (0..RANDOM_SAMPLES).map(|t| (draw(2 * t, m), draw(2 * t + 1, n))).collect();
-    positions.extend((0..EDGE_SAMPLES).map(|t| (m - 1, draw(1000 + t, n))));
-    positions.extend((0..EDGE_SAMPLES).map(|t| (draw(2000 + t, m), n - 1)));
-    positions.extend([(0, 0), (m - 1, n - 1)]);
     let (a, b) = (&calls.pool.host[..m * k], &calls.pool.host[calls.rotation.b_at..][..n * k]);
-    let mut worst = [0.0f64; 2];
-    for (i, j) in positions {
-        let (mut dot, mut magnitude) = (0.0f64, 0.0f64);
-        for (x, w) in a[i * k..][..k].iter().zip(&b[j * k..][..k]) {
-            let p = x.to_f64() * w.to_f64();
-            dot += p;
-            magnitude += p.abs();
-        }
-        let tolerance =
-            2.0 * EPS_BF16 * dot.abs() + ACCUMULATION_SIGMAS * (k as f64).sqrt() * EPS_F32 * magnitude + ABS_FLOOR;
-        let at = i * n + j;
-        for (side, d) in [&calls.d_ours[0], &calls.d_blas[0]].into_iter().enumerate() {
-            let got = calls.stream.clone_dtoh(&d.slice(at..at + 1))?[0].to_f64();
-            worst[side] = worst[side].max((got - dot).abs() / tolerance);
-        }
-    }
-    Ok(worst)
+    let reference = LinearCheck::new(a, b, m, n, k);
+    Ok([reference.worst(calls.stream, &calls.d_ours[0])?, reference.worst(calls.stream, &calls.d_blas[0])?])
 }
 
 /// The `list` estimate of one row's wall time, from the `EST_*` model and the protocol above.
@@ -396,7 +363,7 @@ fn list(rows: &[Shape]) {
     );
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
     let filter = args.iter().find_map(|a| a.strip_prefix("filter="));

@@ -23,7 +23,7 @@
 //! ping-pong 64 × 256, narrow 128 × 128 gate-up tiles; timed after the compared pair in every
 //! round), which shows whether `Auto` picked well. docs/PERF.md keeps the measurements.
 //!
-//! Run: `cargo bench --bench gemm_swiglu` (on a GPU machine: `.gpu/bench-gemm_swiglu`).
+//! Run: `cargo bench --bench kernels -- gemm_swiglu` (on a GPU machine: `.gpu/bench gemm_swiglu`).
 //! Optional arguments: `quick` (two shapes), `m=<M>` (only that M). Writes `gemm_swiglu.csv` to
 //! `$OUT` (or the current directory).
 
@@ -35,9 +35,7 @@ use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use warpforge::{Consumers, SwigluProblem, TileWidth, Warpforge, interleave_gate_up};
 
-#[path = "common.rs"]
-mod common;
-use common::{
+use crate::common::{
     ABS_FLOOR, BatchTimer, Bench, EPS_BF16, EPS_F32, Result, geomean, linear_layer_config, median, mix, random_bf16,
     sm_clock_mhz,
 };
@@ -165,7 +163,7 @@ struct Row {
     clock: String,
 }
 
-fn main() -> Result<()> {
+pub fn main() -> Result<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let only_m: Option<usize> = std::env::args().find_map(|a| a.strip_prefix("m=").and_then(|m| m.parse().ok()));
     let Some(Bench { device, wf, stream, blas, timer }) = Bench::open("gemm_swiglu")? else {
