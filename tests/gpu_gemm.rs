@@ -305,6 +305,59 @@ fn gemm_plans_reach_every_schedule_and_match_f64() {
     }
 }
 
+/// Stream-K's partial-tile hand-over carries f32 exactly as data-parallel accumulation does:
+/// the first 128 rows of a 4096-row problem (data-parallel) computed alone (pure stream-K, each
+/// tile's K split over several CTAs and summed through the workspace), f32 output, compared
+/// element by element. The two differ only in where the f32 sums are split, so they agree to a
+/// few f32 roundings of the accumulator; the bound, 32·u·‖a_i‖·‖b_j‖ (Cauchy–Schwarz over
+/// Σ|a·b|), is about 2.6e-3 here, against about 2e-2 if a partial went through bf16 (a partial
+/// of 1024 products is ≈ 10; bf16 keeps 2^-9 of it) — which the f64 reference's f32 tolerance
+/// (2·K·u·Σ|a·b|) would not catch at large K.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_stream_k_partials_match_data_parallel_in_f32() {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let (rows, m, n, k) = (4096, 128, 4096, 4096);
+    let whole =
+        GemmProblem { consumers: Consumers::Cooperative, tile_width: TileWidth::Wide, ..GemmProblem::new(rows, n, k) };
+    let head = GemmProblem { m, ..whole };
+    let (plan_whole, plan_head) =
+        (wf.gemm_plan::<bf16, f32>(&whole).unwrap(), wf.gemm_plan::<bf16, f32>(&head).unwrap());
+    assert_eq!(plan_whole.schedule, StreamKMode::DataParallel, "{plan_whole:?}");
+    assert_eq!(plan_head.schedule, StreamKMode::Pure, "{plan_head:?}");
+    let a: Vec<bf16> = crate::common::random_f32(41, rows * k, 1.0).into_iter().map(bf16::from_f32).collect();
+    let b: Vec<bf16> = crate::common::random_f32(43, n * k, 1.0).into_iter().map(bf16::from_f32).collect();
+    let (da, db) = (stream.clone_htod(&a).unwrap(), stream.clone_htod(&b).unwrap());
+    let mut d_whole = stream.alloc_zeros::<f32>(rows * n).unwrap();
+    let mut d_head = stream.alloc_zeros::<f32>(m * n).unwrap();
+    wf.gemm::<bf16, f32>(stream, &whole, &da, &db, Epilogue::default(), &mut d_whole).unwrap();
+    wf.gemm::<bf16, f32>(stream, &head, &da.slice(..m * k), &db, Epilogue::default(), &mut d_head).unwrap();
+    let (whole_rows, head_rows) =
+        (stream.clone_dtoh(&d_whole.slice(..m * n)).unwrap(), stream.clone_dtoh(&d_head).unwrap());
+    let norm = |v: &[bf16]| v.iter().map(|x| x.to_f64() * x.to_f64()).sum::<f64>().sqrt();
+    let a_norms: Vec<f64> = (0..m).map(|i| norm(&a[i * k..][..k])).collect();
+    let b_norms: Vec<f64> = (0..n).map(|j| norm(&b[j * k..][..k])).collect();
+    let mut worst = (0.0f64, 0, 0);
+    for i in 0..m {
+        for j in 0..n {
+            let bound = 32.0 * crate::common::EPS_F32 * a_norms[i] * b_norms[j];
+            let ratio = (head_rows[i * n + j] as f64 - whole_rows[i * n + j] as f64).abs() / bound;
+            if ratio > worst.0 {
+                worst = (ratio, i, j);
+            }
+        }
+    }
+    let (ratio, i, j) = worst;
+    assert!(
+        ratio <= 1.0,
+        "stream-K differs from data-parallel at ({i}, {j}): {} vs {}, {ratio:.2} × the bound",
+        head_rows[i * n + j],
+        whole_rows[i * n + j]
+    );
+    println!("stream-K vs data-parallel, f32: worst difference {ratio:.3} × 32·u·‖a‖·‖b‖");
+}
+
 /// 2 × 1 clusters (forced) where the pairing is stressed: an odd number of tile rows (the last
 /// pair's second CTA past M: zeros in, every store clipped), one tile row, several pairs per
 /// cluster with batches (pairs never straddle a batch), K of one slice, the whole epilogue,
