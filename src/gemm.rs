@@ -27,7 +27,7 @@ mod skinny;
 mod variant;
 mod workspace;
 use schedule::{GemmSchedule, tile_plan};
-pub use skinny::{Cores, SKINNY_MAX_ROWS};
+pub use skinny::{Cores, DECODE_MAX_ROWS, SKINNY_MAX_ROWS};
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
@@ -403,12 +403,12 @@ impl Warpforge {
             beta: p.beta,
             activation: p.activation,
         };
-        if skinny::takes(p, &e)? {
-            let entry = skinny::entry(I::NAME, O::NAME);
-            if self.launch_skinny(stream, p, &e, entry, a, b, &math, d)? {
+        if let Some(path) = skinny::path(p, &e)? {
+            let entry = skinny::entry(path, I::NAME, O::NAME);
+            if self.launch_decode(stream, p, &e, path, entry, a, b, &math, d)? {
                 return Ok(());
             }
-            check(p.cores != Cores::Cuda, || "Cores::Cuda needs A and B 16-byte aligned".into())?;
+            check(p.cores == Cores::Auto, || format!("{:?} needs A and B 16-byte aligned", p.cores))?;
         }
         // Operands TMA can read in place, or K-major scratch copies; each holds its buffer's
         // read guard until it drops, after the launch below.
@@ -577,12 +577,12 @@ impl Warpforge {
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
         let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
-        if !skinny::takes(problem, &extents)? {
+        let Some(path) = skinny::path(problem, &extents)? else {
             return Ok(plan);
-        }
-        let entry = skinny::entry(I::NAME, O::NAME);
-        let grid = self.skinny_grid(entry, problem)?;
-        Ok(GemmPlan { entry: entry.name(), path: GemmPath::Skinny, grid, ..plan })
+        };
+        let entry = skinny::entry(path, I::NAME, O::NAME);
+        let grid = self.decode_grid(path, entry, problem)?;
+        Ok(GemmPlan { entry: entry.name(), path, grid, ..plan })
     }
 
     /// Allocates `stream`'s stream-K buffers for the largest grid any GEMM or SwiGLU call on
@@ -672,16 +672,19 @@ impl Warpforge {
     }
 }
 
-/// The two kinds of GEMM kernel.
+/// The kinds of GEMM kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GemmPath {
     /// The persistent warp-specialised wgmma kernels; the plan's tile, schedule and tile plan
     /// are theirs.
     TensorCores,
-    /// The decode kernels on the CUDA cores (at most [`SKINNY_MAX_ROWS`] rows; see
-    /// `gemm/skinny.rs`): `entry` and `grid` are theirs, the other fields describe the
-    /// tensor-core plan the call would take if A or B turn out not 16-byte aligned.
+    /// The decode kernel on the CUDA cores (at most [`SKINNY_MAX_ROWS`] rows; see
+    /// `gemm/skinny.rs`): `entry` and `grid` are theirs, the other fields describe the wgmma
+    /// plan the call would take if A or B turn out not 16-byte aligned.
     Skinny,
+    /// The `mma.sync` decode kernel (at most [`DECODE_MAX_ROWS`] rows, operands swapped; see
+    /// `gemm/skinny.rs`): `entry` and `grid` are theirs, the rest as for [`GemmPath::Skinny`].
+    Decode,
 }
 
 /// What a GEMM-body call runs, decided before its launch ([`Warpforge::gemm_plan`],

@@ -223,12 +223,18 @@ fn every_typed_entry_matches_its_ptx_parameters() {
         entries::GEMM_SKINNY_F16_BF16,
         entries::GEMM_SKINNY_F16_F16,
         entries::GEMM_SKINNY_F16_F32,
+        entries::GEMM_DECODE_BF16_BF16,
+        entries::GEMM_DECODE_BF16_F16,
+        entries::GEMM_DECODE_BF16_F32,
+        entries::GEMM_DECODE_F16_BF16,
+        entries::GEMM_DECODE_F16_F16,
+        entries::GEMM_DECODE_F16_F32,
     ] {
         check(d, skinny);
     }
     assert_eq!(
         declared.len(),
-        33,
+        39,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

@@ -501,29 +501,37 @@ fn gemm_fixed_shapes_match_f64() {
     }
 }
 
-/// The CUDA-core decode path, forced (`Cores::Cuda`) on every shape it takes — up to 8 rows,
-/// batches, padded pitches, N not a multiple of the two columns a warp owns, K of one vector
-/// per lane or less — and refused with a typed error where it cannot run; and `Cores::Auto`'s
-/// rule (one row, K ≥ 256, the linear layout) asserted from the plan. Every call matches
-/// float64 over three output types and the full epilogue.
+/// The decode kernels on every shape they take and refused with a typed error where they
+/// cannot run: the `mma.sync` kernel (`Cores::Decode`, and `Cores::Auto`'s choice wherever it
+/// fits) up to 32 rows — every count of its 8-row tiles, N not a multiple of its 16-row blocks,
+/// K of one vector, K not a multiple of its 32-element chunks, long K split over its warps,
+/// batches, padded pitches — and the CUDA-core kernel (`Cores::Cuda`) up to 8 rows. The plan
+/// each call takes is asserted; every call matches float64 over three output types and the
+/// full epilogue (in place where C is D).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn gemm_decode_rows_take_the_skinny_path_and_match_f64() {
+fn gemm_decode_rows_take_the_decode_paths_and_match_f64() {
     use warpforge::GemmPath;
     let (_, wf) = gpu();
-    // (m, n, k, batch, pad, fits the decode path, Auto takes it)
-    for (m, n, k, batch, pad, fits, auto) in [
+    // (m, n, k, batch, pad, fits the CUDA-core kernel, fits the mma.sync kernel)
+    for (m, n, k, batch, pad, fits_cuda, fits_decode) in [
         (1, 4096, 4096, 1, 0, true, true),
         (1, 7, 256, 2, 8, true, true),
-        (1, 300, 64, 1, 0, true, false), // K under one vector per lane: tensor cores
-        (2, 7, 64, 1, 0, true, false),
-        (3, 301, 520, 2, 8, true, false),
-        (5, 1, 8, 1, 0, true, false),
-        (8, 1000, 2048, 3, 0, true, false),
-        (8, 258, 16, 1, 16, true, false),
+        (1, 300, 64, 1, 0, true, true),
+        (2, 7, 64, 1, 0, true, true),
+        (3, 301, 520, 2, 8, true, true),
+        (5, 1, 8, 1, 0, true, true),
+        (8, 1000, 2048, 3, 0, true, true),
+        (8, 258, 16, 1, 16, true, true),
+        (9, 512, 512, 1, 0, false, true),
+        (16, 4100, 1000, 1, 0, false, true),
+        (17, 33, 3000, 2, 8, false, true),
+        (24, 2048, 8, 1, 0, false, true),
+        (31, 17, 11_008, 1, 0, false, true),
+        (32, 1536, 4096, 1, 0, false, true),
         (4, 300, 1001, 1, 0, false, false), // K not a multiple of 8
         (6, 64, 256, 1, 3, false, false),   // pitches not multiples of 8
-        (9, 512, 512, 1, 0, false, false),  // more rows than the path takes
+        (33, 512, 512, 1, 0, false, false), // more rows than either kernel takes
     ] {
         let case = Case {
             pads: [pad; 4],
@@ -536,18 +544,23 @@ fn gemm_decode_rows_take_the_skinny_path_and_match_f64() {
             ..Case::plain(m, n, k, batch)
         };
         let auto_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&case).problem).unwrap();
-        let want = if auto { GemmPath::Skinny } else { GemmPath::TensorCores };
+        let want = if fits_decode { GemmPath::Decode } else { GemmPath::TensorCores };
         assert_eq!(auto_plan.path, want, "Auto, {m}×{n}×{k} batch {batch} pad {pad}: {auto_plan:?}");
         run_case::<bf16, bf16>(&case);
-        let forced = Case { cores: Cores::Cuda, ..case.clone() };
-        let forced_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&forced).problem);
-        if !fits {
-            assert!(forced_plan.is_err(), "Cores::Cuda must refuse {m}×{n}×{k} pad {pad}: {forced_plan:?}");
-            continue;
+        run_case::<f16, f16>(&Case { c_in_place: true, ..case.clone() });
+        for (cores, fits, path) in
+            [(Cores::Decode, fits_decode, GemmPath::Decode), (Cores::Cuda, fits_cuda, GemmPath::Skinny)]
+        {
+            let forced = Case { cores, ..case.clone() };
+            let forced_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&forced).problem);
+            if !fits {
+                assert!(forced_plan.is_err(), "{cores:?} must refuse {m}×{n}×{k} pad {pad}: {forced_plan:?}");
+                continue;
+            }
+            assert_eq!(forced_plan.unwrap().path, path, "{cores:?}, {m}×{n}×{k}");
+            run_case::<bf16, bf16>(&forced);
+            run_case::<f16, f32>(&forced);
+            run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced.clone() });
         }
-        assert_eq!(forced_plan.unwrap().path, GemmPath::Skinny);
-        run_case::<bf16, bf16>(&forced);
-        run_case::<f16, f32>(&forced);
-        run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced.clone() });
     }
 }

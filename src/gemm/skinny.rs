@@ -1,10 +1,15 @@
-//! The decode path: GEMMs of at most [`SKINNY_MAX_ROWS`] rows run on the CUDA cores
-//! (`gemm_skinny_*_sm90`), every warp of a resident grid streaming the weight (B) once, instead
-//! of on 64- or 128-row wgmma tiles that leave most of each tile and most SMs idle.
+//! The decode paths: GEMMs of a few rows in a linear layer's layout, where the work is
+//! streaming the weight (B) once from HBM, run on kernels built for that instead of on 64- or
+//! 128-row wgmma tiles that leave most of each tile and most SMs idle:
+//! - `gemm_decode_*_sm90` ([`GemmPath::Decode`]): `mma.sync` with the operands swapped, B's rows
+//!   on the instruction's 16-row side, up to [`DECODE_MAX_ROWS`] rows of A on its 8-column side;
+//!   a block per 16 rows of B, its eight warps splitting K.
+//! - `gemm_skinny_*_sm90` ([`GemmPath::Skinny`]): the CUDA cores, up to [`SKINNY_MAX_ROWS`] rows,
+//!   every warp of a resident grid streaming two rows of B.
 //!
-//! The kernel reads the operands in 16-byte vectors without a repack: A row-major, B
-//! column-major (a linear layer's N × K weight), K, both pitches and both batch strides
-//! multiples of 8 elements, both buffers 16-byte aligned. [`Cores`] says when it runs.
+//! Both read the operands in 16-byte vectors without a repack: A row-major, B column-major (a
+//! linear layer's N × K weight), K, both pitches and both batch strides multiples of 8
+//! elements, both buffers 16-byte aligned. [`Cores`] says which runs.
 
 use std::sync::Arc;
 
@@ -14,43 +19,44 @@ use warpforge_abi::{Entry, GemmParams, SkinnyOperands, entries};
 use warpforge_host::{Error, LaunchConfig, Result};
 
 use super::variant::by_types;
-use super::{Clusters, Consumers, EpilogueMath, GemmExtents, GemmProblem, Layout, TileWidth};
+use super::{Clusters, Consumers, EpilogueMath, GemmExtents, GemmPath, GemmProblem, Layout, TileWidth};
 use crate::Warpforge;
 
-/// Most rows the decode path takes.
+/// Most rows the CUDA-core decode kernel takes.
 pub const SKINNY_MAX_ROWS: usize = 8;
-/// Threads per block of the skinny kernels (eight warps).
+/// Most rows the `mma.sync` decode kernel takes (the kernel's `DECODE_MAX_ROWS`).
+pub const DECODE_MAX_ROWS: usize = 32;
+/// Threads per block of both decode kernels (eight warps).
 const THREADS: u32 = 256;
-/// Columns of D per warp (the kernel's `COLS_PER_WARP`).
+/// Columns of D per warp of the CUDA-core kernel (its `COLS_PER_WARP`).
 const COLS_PER_WARP: u64 = 2;
+/// Columns of D per block of the `mma.sync` kernel (its `DECODE_BLOCK_N`).
+const DECODE_BLOCK_N: u64 = 16;
 
-/// Which cores a GEMM runs on.
+/// Which kernels a GEMM runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Cores {
-    /// The measured rule: the CUDA-core decode path for one-row problems with K ≥ 256 in a
-    /// linear layer's layout, the tensor cores otherwise (docs/PERF.md, the shape sweep: at
-    /// M = 1 the decode path streamed the weight at up to 3.7 TB/s where the 64-row wgmma tile
-    /// reached 2.2; at M = 2 it won only on small weights and at M ≥ 4 it lost, its
-    /// activation loads and conversions growing with the rows; below K = 256 lanes idle).
+    /// warpforge's choice: the `mma.sync` decode kernel ([`Cores::Decode`]) for problems of at
+    /// most [`DECODE_MAX_ROWS`] rows that fit its layout rules with no wgmma variant forced,
+    /// the persistent wgmma kernels otherwise (docs/PERF.md, the shape sweep).
     #[default]
     Auto,
     /// The persistent warp-specialised wgmma kernels.
     Tensor,
-    /// The CUDA-core decode path; refused (typed error) unless the problem fits it: at most
-    /// [`SKINNY_MAX_ROWS`] rows, A row-major, B column-major, K and the pitches and batch
-    /// strides multiples of 8 elements, A and B 16-byte aligned.
+    /// The `mma.sync` decode kernel; refused (typed error) unless the problem fits it: at most
+    /// [`DECODE_MAX_ROWS`] rows, A row-major, B column-major, K and the pitches and batch strides
+    /// multiples of 8 elements, A and B 16-byte aligned.
+    Decode,
+    /// The CUDA-core decode kernel; refused (typed error) unless the problem fits it: at most
+    /// [`SKINNY_MAX_ROWS`] rows and the layout rules of [`Cores::Decode`].
     Cuda,
 }
 
-/// Rows up to which [`Cores::Auto`] takes the decode path.
-const AUTO_ROWS: usize = 1;
-/// Shortest K for which [`Cores::Auto`] takes it: one 16-byte vector per lane of a warp.
-const AUTO_MIN_K: usize = 256;
-
-/// Whether the decode kernel can run `p` (buffer alignment is checked at launch).
-fn fits(p: &GemmProblem, e: &GemmExtents) -> bool {
+/// Whether a decode kernel can run `p` with up to `max_rows` rows (buffer alignment is checked
+/// at launch).
+fn fits(p: &GemmProblem, e: &GemmExtents, max_rows: usize) -> bool {
     let vectors = |elems: usize| elems.is_multiple_of(8);
-    p.m <= SKINNY_MAX_ROWS
+    p.m <= max_rows
         && p.a_layout == Layout::RowMajor
         && p.b_layout == Layout::ColMajor
         && vectors(p.k)
@@ -59,31 +65,39 @@ fn fits(p: &GemmProblem, e: &GemmExtents) -> bool {
         && (p.batch == 1 || (vectors(e.strides[0]) && vectors(e.strides[1])))
 }
 
-/// Whether `p` takes the decode path: forced by [`Cores::Cuda`] (a typed error when it does
-/// not fit), or by [`Cores::Auto`]'s rule with no tensor-core variant forced. With `Auto`, a
-/// misaligned buffer at launch falls back to the tensor cores.
-pub(crate) fn takes(p: &GemmProblem, e: &GemmExtents) -> Result<bool> {
+/// The decode kernel `p` takes, if any: forced by [`Cores::Decode`] or [`Cores::Cuda`] (a
+/// typed error when it does not fit), or [`Cores::Auto`]'s rule with no wgmma variant forced.
+/// With `Auto`, a misaligned buffer at launch falls back to the wgmma kernels.
+pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>> {
+    let refuse = |kernel: &str, rows: usize| {
+        Err(Error::InvalidArgument(format!(
+            "{kernel} runs at most {rows} rows, A row-major, B column-major, K, pitches and batch \
+             strides multiples of 8: {p:?}"
+        )))
+    };
     match p.cores {
-        Cores::Tensor => Ok(false),
-        Cores::Cuda if fits(p, e) => Ok(true),
-        Cores::Cuda => Err(Error::InvalidArgument(format!(
-            "Cores::Cuda runs at most {SKINNY_MAX_ROWS} rows, A row-major, B column-major, K, pitches \
-             and batch strides multiples of 8: {p:?}"
-        ))),
-        Cores::Auto => Ok(fits(p, e)
-            && p.m <= AUTO_ROWS
-            && p.k >= AUTO_MIN_K
-            && p.consumers == Consumers::Auto
-            && p.tile_width == TileWidth::Auto
-            && p.clusters == Clusters::Auto),
+        Cores::Tensor => Ok(None),
+        Cores::Decode if fits(p, e, DECODE_MAX_ROWS) => Ok(Some(GemmPath::Decode)),
+        Cores::Decode => refuse("Cores::Decode", DECODE_MAX_ROWS),
+        Cores::Cuda if fits(p, e, SKINNY_MAX_ROWS) => Ok(Some(GemmPath::Skinny)),
+        Cores::Cuda => refuse("Cores::Cuda", SKINNY_MAX_ROWS),
+        Cores::Auto => {
+            let unforced =
+                p.consumers == Consumers::Auto && p.tile_width == TileWidth::Auto && p.clusters == Clusters::Auto;
+            let grid_fits = decode_blocks(p) <= i32::MAX as u64;
+            Ok((unforced && grid_fits && fits(p, e, DECODE_MAX_ROWS)).then_some(GemmPath::Decode))
+        }
     }
 }
 
-/// The skinny entry for the (input, output) names.
-pub(crate) fn entry(input: &str, output: &str) -> Entry<GemmSkinny> {
-    by_types(
-        input,
-        output,
+/// Blocks of the `mma.sync` decode kernel: one per 16 columns of D per batch.
+fn decode_blocks(p: &GemmProblem) -> u64 {
+    (p.n as u64).div_ceil(DECODE_BLOCK_N) * p.batch as u64
+}
+
+/// The entry of decode `path` for the (input, output) names.
+pub(crate) fn entry(path: GemmPath, input: &str, output: &str) -> Entry<GemmSkinny> {
+    let table = if path == GemmPath::Skinny {
         [
             entries::GEMM_SKINNY_BF16_BF16,
             entries::GEMM_SKINNY_BF16_F16,
@@ -91,14 +105,31 @@ pub(crate) fn entry(input: &str, output: &str) -> Entry<GemmSkinny> {
             entries::GEMM_SKINNY_F16_BF16,
             entries::GEMM_SKINNY_F16_F16,
             entries::GEMM_SKINNY_F16_F32,
-        ],
-    )
+        ]
+    } else {
+        [
+            entries::GEMM_DECODE_BF16_BF16,
+            entries::GEMM_DECODE_BF16_F16,
+            entries::GEMM_DECODE_BF16_F32,
+            entries::GEMM_DECODE_F16_BF16,
+            entries::GEMM_DECODE_F16_F16,
+            entries::GEMM_DECODE_F16_F32,
+        ]
+    };
+    by_types(input, output, table)
 }
 
 impl Warpforge {
-    /// Blocks launched for `p` with `entry`: one warp per pair of columns per batch, capped at
-    /// the blocks the device holds at once (the warps then loop over the rest).
-    pub(crate) fn skinny_grid(&self, entry: Entry<GemmSkinny>, p: &GemmProblem) -> Result<u32> {
+    /// Blocks launched for `p` on decode `path`: for `mma.sync`, one block per 16 columns of D
+    /// per batch (a typed error past the grid's limit); on the CUDA cores, one warp per pair of
+    /// columns per batch, capped at the blocks the device holds at once (the warps then loop).
+    pub(crate) fn decode_grid(&self, path: GemmPath, entry: Entry<GemmSkinny>, p: &GemmProblem) -> Result<u32> {
+        if path == GemmPath::Decode {
+            let blocks = decode_blocks(p);
+            return u32::try_from(blocks).ok().filter(|&b| b <= i32::MAX as u32).ok_or_else(|| {
+                Error::InvalidArgument(format!("the decode kernel's grid of {blocks} blocks is past the limit: {p:?}"))
+            });
+        }
         let warps = (p.n as u64).div_ceil(COLS_PER_WARP) * p.batch as u64;
         let blocks = warps.div_ceil((THREADS / 32) as u64).max(1);
         Ok(self.entry(entry)?.kernel().plan_persistent(THREADS, 0, None, blocks)?.blocks)
@@ -106,14 +137,15 @@ impl Warpforge {
 }
 
 impl Warpforge {
-    /// Launches the decode path when `a` and `b` are 16-byte aligned; `Ok(false)` (nothing
-    /// launched) otherwise, for the caller to take the tensor-core path.
+    /// Launches decode `path` when `a` and `b` are 16-byte aligned; `Ok(false)` (nothing
+    /// launched) otherwise, for the caller to take the wgmma path.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn launch_skinny<I, O>(
+    pub(crate) fn launch_decode<I, O>(
         &self,
         stream: &Arc<CudaStream>,
         p: &GemmProblem,
         e: &GemmExtents,
+        path: GemmPath,
         entry: Entry<GemmSkinny>,
         a: &impl DevicePtr<I>,
         b: &impl DevicePtr<I>,
@@ -154,9 +186,11 @@ impl Warpforge {
             k: p.k as u32,
             batch: p.batch as u32,
         };
-        let config = LaunchConfig::linear(self.skinny_grid(entry, p)?, THREADS);
+        let config = LaunchConfig::linear(self.decode_grid(path, entry, p)?, THREADS);
         // SAFETY: the caller checked A, B, C, D and bias against the problem's extents (`e`);
-        // K, the pitches and strides are multiples of 8 elements (`eligible`) and both bases
+        // K, the pitches and strides are multiples of 8 elements (`fits`), M, N, K ≥ 1
+        // (`GemmProblem::check` refuses empty problems), rows ≤ the kernel's limit
+        // (`fits`), the grid is the one each kernel expects (`decode_grid`), and both bases
         // 16-byte aligned (above), so every vector the kernel reads is inside A or B; in place,
         // each element of D is read as C and then written by the one lane that owns it.
         unsafe { kernel.launch(stream, &config, (params, operands), [a_access, b_access, d_access])? };

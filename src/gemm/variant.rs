@@ -280,7 +280,10 @@ mod tests {
             assert_eq!(super::by_types(input, output, [0, 1, 2, 3, 4, 5]), i, "{input} → {output}");
             let entry = super::cooperative_entry(input, output).name();
             assert_eq!(entry, format!("gemm_{input}_{output}_ws_persistent_sm90"));
-            assert_eq!(crate::gemm::skinny::entry(input, output).name(), format!("gemm_skinny_{input}_{output}_sm90"));
+            for (path, kind) in [(crate::GemmPath::Skinny, "skinny"), (crate::GemmPath::Decode, "decode")] {
+                let entry = crate::gemm::skinny::entry(path, input, output).name();
+                assert_eq!(entry, format!("gemm_{kind}_{input}_{output}_sm90"));
+            }
         }
     }
 

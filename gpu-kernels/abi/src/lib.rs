@@ -154,7 +154,8 @@ pub mod signatures {
     pub type Pack = (PackParams,);
     /// Every sm_90 GEMM-body entry (plain and SwiGLU): `(a_map, b_map, d_map, params, plan)`.
     pub type GemmSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan);
-    /// The decode GEMM without tensor cores: `(params, operands)`.
+    /// The decode GEMMs (`gemm_skinny_*`, CUDA cores; `gemm_decode_*`, `mma.sync`):
+    /// `(params, operands)`.
     pub type GemmSkinny = (GemmParams, SkinnyOperands);
 }
 
@@ -233,6 +234,18 @@ pub mod entries {
     pub const GEMM_SKINNY_F16_F16: Entry<GemmSkinny> = Entry::new("gemm_skinny_f16_f16_sm90");
     /// f16 inputs, f32 output.
     pub const GEMM_SKINNY_F16_F32: Entry<GemmSkinny> = Entry::new("gemm_skinny_f16_f32_sm90");
+    /// Decode GEMM (≤ 32 rows) on `mma.sync` with the operands swapped, bf16 inputs, bf16 output.
+    pub const GEMM_DECODE_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_decode_bf16_bf16_sm90");
+    /// bf16 inputs, f16 output.
+    pub const GEMM_DECODE_BF16_F16: Entry<GemmSkinny> = Entry::new("gemm_decode_bf16_f16_sm90");
+    /// bf16 inputs, f32 output.
+    pub const GEMM_DECODE_BF16_F32: Entry<GemmSkinny> = Entry::new("gemm_decode_bf16_f32_sm90");
+    /// f16 inputs, bf16 output.
+    pub const GEMM_DECODE_F16_BF16: Entry<GemmSkinny> = Entry::new("gemm_decode_f16_bf16_sm90");
+    /// f16 inputs, f16 output.
+    pub const GEMM_DECODE_F16_F16: Entry<GemmSkinny> = Entry::new("gemm_decode_f16_f16_sm90");
+    /// f16 inputs, f32 output.
+    pub const GEMM_DECODE_F16_F32: Entry<GemmSkinny> = Entry::new("gemm_decode_f16_f32_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

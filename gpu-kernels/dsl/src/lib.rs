@@ -11,7 +11,8 @@
 //!   (block and named barriers, fences), [`warp`] (shuffle, reductions and scans, vote, match,
 //!   elect), [`block`] (block reductions), [`atomic`], [`time`], [`math`] (IEEE and approximate
 //!   functions), [`num`] (bf16/f16/FP8 and their paired conversions), [`global`] (16-byte vector
-//!   access with cache policies), [`regs`] (register arrays that stay in registers).
+//!   access with cache policies), [`regs`] (register arrays that stay in registers), [`mma`]
+//!   (warp-level `mma.sync` on fragments each thread loads from global memory).
 //! * Hopper async machinery, typed: [`mbarrier`] (`Mbarrier` + `Phase`), [`tile`] (`SmemTile`
 //!   with its swizzle in the type, building its wgmma descriptor), [`pipeline`]
 //!   (`Pipeline<STAGES>` whose expect-tx bytes come from the tile types), [`tma`], and the
@@ -34,6 +35,7 @@ pub mod cluster;
 pub mod global;
 pub mod math;
 pub mod mbarrier;
+pub mod mma;
 pub mod num;
 pub mod parts;
 pub mod pipeline;

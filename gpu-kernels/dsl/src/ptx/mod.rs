@@ -16,6 +16,7 @@ pub mod global;
 pub mod math;
 pub mod mbarrier;
 pub mod misc;
+pub mod mma;
 pub mod smem;
 pub mod sreg;
 pub mod tcgen05;
