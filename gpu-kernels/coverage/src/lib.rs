@@ -8,6 +8,8 @@
 
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_l0_forms;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod mma_l0_forms;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod tcgen05_forms_sm100;
 #[cfg(warpforge_arch = "sm_90a")]
