@@ -22,12 +22,12 @@ use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
 
+mod decode;
 mod schedule;
-mod skinny;
 mod variant;
 mod workspace;
+pub use decode::{Cores, DECODE_MAX_ROWS, SKINNY_MAX_ROWS};
 use schedule::{GemmSchedule, tile_plan};
-pub use skinny::{Cores, DECODE_MAX_ROWS, SKINNY_MAX_ROWS};
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
@@ -403,9 +403,9 @@ impl Warpforge {
             beta: p.beta,
             activation: p.activation,
         };
-        if let Some(path) = skinny::path(p, &e)? {
-            let entry = skinny::entry(path, I::NAME, O::NAME);
-            if self.launch_decode(stream, p, &e, path, entry, a, b, &math, d)? {
+        if let Some(path) = decode::path(p, &e)? {
+            let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);
+            if self.launch_decode(stream, p, &e, entry, a, b, &math, d)? {
                 return Ok(());
             }
             check(p.cores == Cores::Auto, || format!("{:?} needs A and B 16-byte aligned", p.cores))?;
@@ -577,11 +577,11 @@ impl Warpforge {
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
         let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
-        let Some(path) = skinny::path(problem, &extents)? else {
+        let Some(path) = decode::path(problem, &extents)? else {
             return Ok(plan);
         };
-        let entry = skinny::entry(path, I::NAME, O::NAME);
-        let grid = self.decode_grid(path, entry, problem)?;
+        let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);
+        let grid = self.decode_grid(entry, problem)?;
         Ok(GemmPlan { entry: entry.name(), path, grid, ..plan })
     }
 
@@ -679,12 +679,16 @@ pub enum GemmPath {
     /// are theirs.
     TensorCores,
     /// The decode kernel on the CUDA cores (at most [`SKINNY_MAX_ROWS`] rows; see
-    /// `gemm/skinny.rs`): `entry` and `grid` are theirs, the other fields describe the wgmma
+    /// `gemm/decode.rs`): `entry` and `grid` are theirs, the other fields describe the wgmma
     /// plan the call would take if A or B turn out not 16-byte aligned.
     Skinny,
     /// The `mma.sync` decode kernel (at most [`DECODE_MAX_ROWS`] rows, operands swapped; see
-    /// `gemm/skinny.rs`): `entry` and `grid` are theirs, the rest as for [`GemmPath::Skinny`].
+    /// `gemm/decode.rs`): `entry` and `grid` are theirs, the rest as for [`GemmPath::Skinny`].
     Decode,
+    /// The `mma.sync` gather kernel (small problems, any layout or alignment; see
+    /// `gemm/decode.rs`): `entry` and `grid` are theirs; the other fields describe the wgmma
+    /// plan the call would take if forced.
+    Gather,
 }
 
 /// What a GEMM-body call runs, decided before its launch ([`Warpforge::gemm_plan`],

@@ -223,18 +223,28 @@ fn every_typed_entry_matches_its_ptx_parameters() {
         entries::GEMM_SKINNY_F16_BF16,
         entries::GEMM_SKINNY_F16_F16,
         entries::GEMM_SKINNY_F16_F32,
+    ] {
+        check(d, skinny);
+    }
+    for mma in [
         entries::GEMM_DECODE_BF16_BF16,
         entries::GEMM_DECODE_BF16_F16,
         entries::GEMM_DECODE_BF16_F32,
         entries::GEMM_DECODE_F16_BF16,
         entries::GEMM_DECODE_F16_F16,
         entries::GEMM_DECODE_F16_F32,
+        entries::GEMM_GATHER_BF16_BF16,
+        entries::GEMM_GATHER_BF16_F16,
+        entries::GEMM_GATHER_BF16_F32,
+        entries::GEMM_GATHER_F16_BF16,
+        entries::GEMM_GATHER_F16_F16,
+        entries::GEMM_GATHER_F16_F32,
     ] {
-        check(d, skinny);
+        check(d, mma);
     }
     assert_eq!(
         declared.len(),
-        39,
+        45,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

@@ -513,25 +513,26 @@ fn gemm_fixed_shapes_match_f64() {
 fn gemm_decode_rows_take_the_decode_paths_and_match_f64() {
     use warpforge::GemmPath;
     let (_, wf) = gpu();
-    // (m, n, k, batch, pad, fits the CUDA-core kernel, fits the mma.sync kernel)
-    for (m, n, k, batch, pad, fits_cuda, fits_decode) in [
-        (1, 4096, 4096, 1, 0, true, true),
-        (1, 7, 256, 2, 8, true, true),
-        (1, 300, 64, 1, 0, true, true),
-        (2, 7, 64, 1, 0, true, true),
-        (3, 301, 520, 2, 8, true, true),
-        (5, 1, 8, 1, 0, true, true),
-        (8, 1000, 2048, 3, 0, true, true),
-        (8, 258, 16, 1, 16, true, true),
-        (9, 512, 512, 1, 0, false, true),
-        (16, 4100, 1000, 1, 0, false, true),
-        (17, 33, 3000, 2, 8, false, true),
-        (24, 2048, 8, 1, 0, false, true),
-        (31, 17, 11_008, 1, 0, false, true),
-        (32, 1536, 4096, 1, 0, false, true),
-        (4, 300, 1001, 1, 0, false, false), // K not a multiple of 8
-        (6, 64, 256, 1, 3, false, false),   // pitches not multiples of 8
-        (33, 512, 512, 1, 0, false, false), // more rows than either kernel takes
+    // (m, n, k, batch, pad, fits the CUDA-core kernel, fits the decode kernel, Auto's path)
+    let (dec, gat, wg) = (GemmPath::Decode, GemmPath::Gather, GemmPath::TensorCores);
+    for (m, n, k, batch, pad, fits_cuda, fits_decode, auto) in [
+        (1, 4096, 4096, 1, 0, true, true, dec),
+        (1, 7, 256, 2, 8, true, true, dec),
+        (1, 300, 64, 1, 0, true, true, dec),
+        (2, 7, 64, 1, 0, true, true, dec),
+        (3, 301, 520, 2, 8, true, true, dec),
+        (5, 1, 8, 1, 0, true, true, dec),
+        (8, 1000, 2048, 3, 0, true, true, dec),
+        (8, 258, 16, 1, 16, true, true, dec),
+        (9, 512, 512, 1, 0, false, true, dec),
+        (16, 4100, 1000, 1, 0, false, true, dec),
+        (17, 33, 3000, 2, 8, false, true, dec),
+        (24, 2048, 8, 1, 0, false, true, dec),
+        (31, 17, 11_008, 1, 0, false, true, dec),
+        (32, 1536, 4096, 1, 0, false, true, dec),
+        (4, 300, 1001, 1, 0, false, false, gat), // K not a multiple of 8: small, gathered
+        (6, 64, 256, 1, 3, false, false, gat),   // pitches not multiples of 8: gathered
+        (33, 512, 512, 1, 0, false, false, wg),  // past the decode rows, 2^24 flops: wgmma
     ] {
         let case = Case {
             pads: [pad; 4],
@@ -544,8 +545,7 @@ fn gemm_decode_rows_take_the_decode_paths_and_match_f64() {
             ..Case::plain(m, n, k, batch)
         };
         let auto_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&case).problem).unwrap();
-        let want = if fits_decode { GemmPath::Decode } else { GemmPath::TensorCores };
-        assert_eq!(auto_plan.path, want, "Auto, {m}×{n}×{k} batch {batch} pad {pad}: {auto_plan:?}");
+        assert_eq!(auto_plan.path, auto, "Auto, {m}×{n}×{k} batch {batch} pad {pad}: {auto_plan:?}");
         run_case::<bf16, bf16>(&case);
         run_case::<f16, f16>(&Case { c_in_place: true, ..case.clone() });
         for (cores, fits, path) in
@@ -562,5 +562,46 @@ fn gemm_decode_rows_take_the_decode_paths_and_match_f64() {
             run_case::<f16, f32>(&forced);
             run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced.clone() });
         }
+    }
+}
+
+/// The gather kernel (`mma.sync` reading element by element), forced (`Cores::Gather`) where no
+/// other kernel reads the operands in place — both layouts of A and B, pitches and K of any
+/// parity, several 32 × 16 blocks of D in both directions, batches with gaps, the whole
+/// epilogue, in place — and chosen by `Cores::Auto` for small problems; each against float64
+/// over three output types.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn gemm_gather_any_layout_matches_f64() {
+    use warpforge::GemmPath;
+    let (_, wf) = gpu();
+    for (m, n, k, batch, a_layout, b_layout, pad) in [
+        (1, 1, 1, 1, Layout::RowMajor, Layout::ColMajor, 0),
+        (7, 7, 13, 1, Layout::RowMajor, Layout::ColMajor, 0),
+        (33, 17, 31, 2, Layout::ColMajor, Layout::ColMajor, 3),
+        (64, 48, 33, 1, Layout::RowMajor, Layout::RowMajor, 1),
+        (100, 130, 7, 3, Layout::ColMajor, Layout::RowMajor, 5),
+        (5, 600, 250, 1, Layout::RowMajor, Layout::ColMajor, 1),
+        (300, 20, 97, 1, Layout::ColMajor, Layout::ColMajor, 0),
+    ] {
+        let case = Case {
+            a_layout,
+            b_layout,
+            pads: [pad, pad + 1, pad + 2, pad + 2],
+            gaps: [(batch > 1).then_some(5); 4],
+            alpha: -0.5,
+            beta: 0.75,
+            with_c: true,
+            with_bias: true,
+            activation: Activation::GeluTanh,
+            ..Case::plain(m, n, k, batch)
+        };
+        let auto_plan = wf.gemm_plan::<bf16, bf16>(&Geometry::of(&case).problem).unwrap();
+        assert_eq!(auto_plan.path, GemmPath::Gather, "Auto, {m}×{n}×{k}: {auto_plan:?}");
+        run_case::<bf16, bf16>(&case);
+        let forced = Case { cores: Cores::Gather, ..case.clone() };
+        run_case::<f16, f32>(&forced);
+        run_case::<bf16, f16>(&Case { c_in_place: true, ..forced.clone() });
+        run_case::<f16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced });
     }
 }

@@ -280,8 +280,13 @@ mod tests {
             assert_eq!(super::by_types(input, output, [0, 1, 2, 3, 4, 5]), i, "{input} → {output}");
             let entry = super::cooperative_entry(input, output).name();
             assert_eq!(entry, format!("gemm_{input}_{output}_ws_persistent_sm90"));
-            for (path, kind) in [(crate::GemmPath::Skinny, "skinny"), (crate::GemmPath::Decode, "decode")] {
-                let entry = crate::gemm::skinny::entry(path, input, output).name();
+            let paths = [
+                (crate::GemmPath::Skinny, "skinny"),
+                (crate::GemmPath::Decode, "decode"),
+                (crate::GemmPath::Gather, "gather"),
+            ];
+            for (path, kind) in paths {
+                let entry = crate::gemm::decode::DecodeEntry::of(path, input, output).name();
                 assert_eq!(entry, format!("gemm_{kind}_{input}_{output}_sm90"));
             }
         }

@@ -137,7 +137,7 @@ pub mod elements {
 
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
-    use super::{GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan};
+    use super::{DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan};
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
     pub type Saxpy<E> = (u64, f32, In<E>, Out<E>);
@@ -154,9 +154,10 @@ pub mod signatures {
     pub type Pack = (PackParams,);
     /// Every sm_90 GEMM-body entry (plain and SwiGLU): `(a_map, b_map, d_map, params, plan)`.
     pub type GemmSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan);
-    /// The decode GEMMs (`gemm_skinny_*`, CUDA cores; `gemm_decode_*`, `mma.sync`):
-    /// `(params, operands)`.
+    /// The decode GEMM on the CUDA cores (`gemm_skinny_*`): `(params, operands)`.
     pub type GemmSkinny = (GemmParams, SkinnyOperands);
+    /// The `mma.sync` GEMMs (`gemm_decode_*`, `gemm_gather_*`): `(params, operands)`.
+    pub type GemmDecode = (GemmParams, DecodeOperands);
 }
 
 /// The kernels of warpforge's own PTX modules, shared by the kernel crate (through its
@@ -235,17 +236,30 @@ pub mod entries {
     /// f16 inputs, f32 output.
     pub const GEMM_SKINNY_F16_F32: Entry<GemmSkinny> = Entry::new("gemm_skinny_f16_f32_sm90");
     /// Decode GEMM (≤ 32 rows) on `mma.sync` with the operands swapped, bf16 inputs, bf16 output.
-    pub const GEMM_DECODE_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_decode_bf16_bf16_sm90");
+    pub const GEMM_DECODE_BF16_BF16: Entry<GemmDecode> = Entry::new("gemm_decode_bf16_bf16_sm90");
     /// bf16 inputs, f16 output.
-    pub const GEMM_DECODE_BF16_F16: Entry<GemmSkinny> = Entry::new("gemm_decode_bf16_f16_sm90");
+    pub const GEMM_DECODE_BF16_F16: Entry<GemmDecode> = Entry::new("gemm_decode_bf16_f16_sm90");
     /// bf16 inputs, f32 output.
-    pub const GEMM_DECODE_BF16_F32: Entry<GemmSkinny> = Entry::new("gemm_decode_bf16_f32_sm90");
+    pub const GEMM_DECODE_BF16_F32: Entry<GemmDecode> = Entry::new("gemm_decode_bf16_f32_sm90");
     /// f16 inputs, bf16 output.
-    pub const GEMM_DECODE_F16_BF16: Entry<GemmSkinny> = Entry::new("gemm_decode_f16_bf16_sm90");
+    pub const GEMM_DECODE_F16_BF16: Entry<GemmDecode> = Entry::new("gemm_decode_f16_bf16_sm90");
     /// f16 inputs, f16 output.
-    pub const GEMM_DECODE_F16_F16: Entry<GemmSkinny> = Entry::new("gemm_decode_f16_f16_sm90");
+    pub const GEMM_DECODE_F16_F16: Entry<GemmDecode> = Entry::new("gemm_decode_f16_f16_sm90");
     /// f16 inputs, f32 output.
-    pub const GEMM_DECODE_F16_F32: Entry<GemmSkinny> = Entry::new("gemm_decode_f16_f32_sm90");
+    pub const GEMM_DECODE_F16_F32: Entry<GemmDecode> = Entry::new("gemm_decode_f16_f32_sm90");
+    /// Small GEMM on `mma.sync` reading element by element (any layout, pitch or alignment),
+    /// bf16 inputs, bf16 output.
+    pub const GEMM_GATHER_BF16_BF16: Entry<GemmDecode> = Entry::new("gemm_gather_bf16_bf16_sm90");
+    /// bf16 inputs, f16 output.
+    pub const GEMM_GATHER_BF16_F16: Entry<GemmDecode> = Entry::new("gemm_gather_bf16_f16_sm90");
+    /// bf16 inputs, f32 output.
+    pub const GEMM_GATHER_BF16_F32: Entry<GemmDecode> = Entry::new("gemm_gather_bf16_f32_sm90");
+    /// f16 inputs, bf16 output.
+    pub const GEMM_GATHER_F16_BF16: Entry<GemmDecode> = Entry::new("gemm_gather_f16_bf16_sm90");
+    /// f16 inputs, f16 output.
+    pub const GEMM_GATHER_F16_F16: Entry<GemmDecode> = Entry::new("gemm_gather_f16_f16_sm90");
+    /// f16 inputs, f32 output.
+    pub const GEMM_GATHER_F16_F32: Entry<GemmDecode> = Entry::new("gemm_gather_f16_f32_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -305,6 +319,37 @@ pub struct SkinnyOperands {
     pub lda: u64,
     /// Row pitch of B, elements.
     pub ldb: u64,
+    /// Batch stride of A, elements.
+    pub stride_a: u64,
+    /// Batch stride of B, elements.
+    pub stride_b: u64,
+    /// The reduction length.
+    pub k: u32,
+    /// Batches.
+    pub batch: u32,
+}
+
+/// The operands of the `mma.sync` GEMMs (`gemm_decode_*_sm90`, `gemm_gather_*_sm90`): A viewed
+/// as M × K and B as N × K per batch, element (row, k) of each at `row·row_step + k·k_step`
+/// (row-major A: `(lda, 1)`, column-major A: `(1, lda)`; B stored N × K: `(ldb, 1)`, K × N:
+/// `(1, ldb)`). The decode entries read 16-byte vectors and need `k_step = 1`, K, the row steps
+/// and the batch strides multiples of 8 elements and both bases 16-byte aligned; the gather
+/// entries read element by element and take any of them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DecodeOperands {
+    /// Device address of A.
+    pub a: u64,
+    /// Device address of B.
+    pub b: u64,
+    /// Elements between rows of A's M × K view.
+    pub a_row_step: u64,
+    /// Elements between consecutive K of A's view.
+    pub a_k_step: u64,
+    /// Elements between rows of B's N × K view.
+    pub b_row_step: u64,
+    /// Elements between consecutive K of B's view.
+    pub b_k_step: u64,
     /// Batch stride of A, elements.
     pub stride_a: u64,
     /// Batch stride of B, elements.
