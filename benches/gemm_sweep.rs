@@ -196,6 +196,8 @@ struct Row {
     /// Worst |error| ÷ tolerance over the checked positions: ours, cuBLAS.
     check: [f64; 2],
     clock: String,
+    /// Our kernel: the plan's path, and the wgmma path's schedule.
+    kernel: String,
 }
 
 impl Row {
@@ -225,6 +227,7 @@ impl Row {
             format!("{:.2}", self.check[1]),
             self.status().into(),
             self.clock.clone(),
+            self.kernel.clone(),
         ]
     }
     fn status(&self) -> &'static str {
@@ -239,7 +242,7 @@ impl Row {
 
 /// The columns of a row: (CSV name, table header, table width); the table leaves out those of
 /// width 0 and aligns the text ones (group, status) left.
-const COLUMNS: [(&str, &str, usize); 18] = [
+const COLUMNS: [(&str, &str, usize); 19] = [
     ("group", "group", 34),
     ("regime", "", 0),
     ("m", "M", 6),
@@ -258,13 +261,14 @@ const COLUMNS: [(&str, &str, usize); 18] = [
     ("check_cublas", "cuBL", 5),
     ("status", "check", 11),
     ("sm_mhz", "", 0),
+    ("kernel", "kernel", 12),
 ];
 
 /// A table line of `cells`, one per [`COLUMNS`] entry.
 fn table_line(cells: &[String]) -> String {
     let shown = cells.iter().zip(&COLUMNS).filter(|(_, c)| c.2 > 0);
     let padded = shown.map(|(cell, &(name, _, width))| match name {
-        "group" | "status" => format!("{cell:<width$}"),
+        "group" | "status" | "kernel" => format!("{cell:<width$}"),
         _ => format!("{cell:>width$}"),
     });
     padded.collect::<Vec<_>>().join(" ")
@@ -307,6 +311,16 @@ fn measure(calls: &mut Calls, timer: &BatchTimer) -> Result<Row> {
         sets: calls.rotation.sets,
         check: check(calls)?,
         clock: String::new(),
+        kernel: kernel_of(calls)?,
+    })
+}
+
+/// Which of our kernels a row runs: the plan's path, with the wgmma path's schedule.
+fn kernel_of(calls: &Calls) -> Result<String> {
+    let plan = calls.wf.gemm_plan::<bf16, bf16>(&calls.problem)?;
+    Ok(match plan.path {
+        warpforge::GemmPath::TensorCores => format!("wgmma/{:?}", plan.schedule).to_lowercase(),
+        path => format!("{path:?}").to_lowercase(),
     })
 }
 
@@ -443,6 +457,13 @@ fn summary(rows: &[Row]) {
     for family in families {
         let prefix = format!("{family}/");
         println!("  {family:<18} {:.3}", ratio_of(&|r| r.shape.group.starts_with(&prefix)));
+    }
+    let mut kernels: Vec<&str> = rows.iter().map(|r| r.kernel.as_str()).collect();
+    kernels.sort_unstable();
+    kernels.dedup();
+    for kernel in kernels {
+        let count = rows.iter().filter(|r| r.kernel == kernel).count();
+        println!("  kernel {kernel:<12} {:.3} ({count} rows)", ratio_of(&|r| r.kernel == kernel));
     }
     let s = &worst.shape;
     println!("min ratio {:.3} at {} {}×{}×{}", worst.ratio(), s.group, s.m, s.n, s.k);
