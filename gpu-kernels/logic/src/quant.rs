@@ -286,7 +286,27 @@ pub fn nvfp4_scale(scale_byte: u8, global: f32) -> f32 {
 /// tensor's amax) or NaN (the NaN block).
 #[inline(always)]
 pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
-    if scale > 0.0 { Minifloat::E2m1.encode(x / scale) } else { 0 }
+    if scale > 0.0 { e2m1_encode(x / scale) } else { 0 }
+}
+
+/// [`Minifloat::E2m1`]`.encode(x)` as seven compares against the midpoints between the eight
+/// magnitudes (`<` or `≤` by which neighbour is even), the form the kernels run: the same
+/// codes, NaN to +0, ±∞ and anything past 5 to ±6.
+#[inline(always)]
+pub fn e2m1_encode(x: f32) -> u8 {
+    let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+    if a != a {
+        return 0;
+    }
+    let sign = ((x.to_bits() >> 31) as u8) << 3;
+    let code = (a > 0.25) as u8
+        + (a >= 0.75) as u8
+        + (a > 1.25) as u8
+        + (a >= 1.75) as u8
+        + (a > 2.5) as u8
+        + (a >= 3.5) as u8
+        + (a > 5.0) as u8;
+    code | sign
 }
 
 /// An NVFP4 element's value: `e2m1(code) · scale`.

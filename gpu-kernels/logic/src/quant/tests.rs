@@ -59,6 +59,8 @@ fn fp8_encode_matches_float8_on_a_sweep_of_f32_bit_patterns() {
         for format in [Minifloat::E4m3, Minifloat::E5m2, Minifloat::E2m1] {
             check_encode(format, f32::from_bits(bits)).unwrap();
         }
+        let x = f32::from_bits(bits);
+        assert_eq!(e2m1_encode(x), Minifloat::E2m1.encode(x), "{x:e}");
     }
 }
 
@@ -108,6 +110,7 @@ fn specials_saturate_or_stay_nan() {
     // e2m1 ties: 0.25 → 0, 0.75 → 1.0, 1.25 → 1.0, 2.5 → 2, 5 → 4.
     for (x, code) in [(0.25, 0), (0.75, 2), (1.25, 2), (1.75, 4), (2.5, 4), (3.5, 6), (5.0, 6), (5.01, 7)] {
         assert_eq!(Minifloat::E2m1.encode(x), code, "e2m1({x})");
+        assert_eq!(e2m1_encode(-x), code | 8, "e2m1(-{x})");
     }
 }
 
@@ -163,6 +166,7 @@ proptest! {
         for format in [Minifloat::E4m3, Minifloat::E5m2, Minifloat::E2m1] {
             check_encode(format, f32::from_bits(bits))?;
         }
+        prop_assert_eq!(e2m1_encode(f32::from_bits(bits)), Minifloat::E2m1.encode(f32::from_bits(bits)));
     }
 
     /// A group quantised with its scale dequantises within half a step of e4m3 at each value
