@@ -161,7 +161,8 @@ impl QuantScheme {
     /// Checks `rows × cols` against the scheme's rules (both ≥ 1, K a multiple of the
     /// scheme's block, sizes without overflow) and returns its buffer sizes.
     pub fn extents(self, rows: usize, cols: usize) -> Result<QuantExtents> {
-        let invalid = |why: String| Err(Error::InvalidArgument(format!("{self:?} quantisation of {rows} × {cols}: {why}")));
+        let invalid =
+            |why: String| Err(Error::InvalidArgument(format!("{self:?} quantisation of {rows} × {cols}: {why}")));
         if rows == 0 || cols == 0 {
             return invalid("rows and cols must be ≥ 1".into());
         }

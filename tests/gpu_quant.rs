@@ -29,7 +29,7 @@ impl<T: Element + QuantInput> Input for T {}
 fn inputs(seed: u64, n: usize, zero_run: usize, specials: bool) -> Vec<f32> {
     let mut v = random_f32(seed, n, 1.0);
     for (i, x) in v.iter_mut().enumerate() {
-        if mix(seed ^ i as u64) % 97 == 0 {
+        if mix(seed ^ i as u64).is_multiple_of(97) {
             *x = if i % 2 == 0 { 1e4 } else { -1e4 };
         }
     }
@@ -115,7 +115,7 @@ fn reference_block(x: &[f32], n: usize, k: usize, pow2: bool) -> (Vec<u8>, Vec<f
 fn run_scaled<T: Input>(scheme: QuantScheme, m: usize, k: usize, pow2: bool, seed: u64) -> Result<(), TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
-    let v = inputs(seed, m * k, (seed % 5) as usize, seed % 3 == 0);
+    let v = inputs(seed, m * k, (seed % 5) as usize, seed.is_multiple_of(3));
     let (x, seen) = upload::<T>(&v);
     let e = scheme.extents(m, k).unwrap();
     let (mut codes, mut scales) = (poisoned(e.codes, POISON), poisoned(e.scales, f32::NAN));
@@ -137,7 +137,7 @@ fn run_scaled<T: Input>(scheme: QuantScheme, m: usize, k: usize, pow2: bool, see
 fn run_tensor<T: Input>(format: Fp8Format, n: usize, seed: u64) -> Result<(), TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
-    let (x, seen) = upload::<T>(&inputs(seed, n, usize::MAX / q::GROUP, seed % 3 == 0));
+    let (x, seen) = upload::<T>(&inputs(seed, n, usize::MAX / q::GROUP, seed.is_multiple_of(3)));
     let (mut codes, mut scale) = (poisoned(n, POISON), poisoned(1, f32::NAN));
     wf.quantize_per_tensor(stream, format, &x, &mut codes, &mut scale).unwrap();
     let mf = if format == Fp8Format::E4m3 { Minifloat::E4m3 } else { Minifloat::E5m2 };
@@ -150,7 +150,7 @@ fn run_tensor<T: Input>(format: Fp8Format, n: usize, seed: u64) -> Result<(), Te
 fn run_mxfp8<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64) -> Result<(), TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
-    let (x, seen) = upload::<T>(&inputs(seed, m * k, (seed % 7) as usize, seed % 3 == 0));
+    let (x, seen) = upload::<T>(&inputs(seed, m * k, (seed % 7) as usize, seed.is_multiple_of(3)));
     let e = QuantScheme::Mxfp8.extents(m, k).unwrap();
     let (mut codes, mut scales) = (poisoned(e.codes, POISON), poisoned(e.scales, POISON));
     wf.mxfp8_encode(stream, m, k, &x, &mut codes, &mut scales).unwrap();
@@ -177,9 +177,10 @@ fn run_mxfp8<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64
 fn run_nvfp4<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64) -> Result<(), TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
-    let (x, seen) = upload::<T>(&inputs(seed, m * k, (seed % 7) as usize, seed % 3 == 0));
+    let (x, seen) = upload::<T>(&inputs(seed, m * k, (seed % 7) as usize, seed.is_multiple_of(3)));
     let e = QuantScheme::Nvfp4.extents(m, k).unwrap();
-    let (mut codes, mut scales, mut global) = (poisoned(e.codes, POISON), poisoned(e.scales, POISON), poisoned(1, f32::NAN));
+    let (mut codes, mut scales, mut global) =
+        (poisoned(e.codes, POISON), poisoned(e.scales, POISON), poisoned(1, f32::NAN));
     wf.nvfp4_encode(stream, m, k, &x, &mut codes, &mut scales, &mut global).unwrap();
     let g = q::nvfp4_global_scale(amax(&seen));
     let want_scales: Vec<u8> =

@@ -138,13 +138,15 @@ fn check_quant(scheme: QuantScheme, rows: usize, cols: usize) -> Result<(), Test
     match scheme.extents(rows, cols) {
         Err(Error::InvalidArgument(_)) => {
             let pad = (rows as u128).div_ceil(4) * 4;
-            let scales_overflow = scheme == QuantScheme::PerTokenGroup && pad * (cols / 128) as u128 > usize::MAX as u128;
-            let refused = rows == 0 || cols == 0 || cols % multiple != 0 || elements > (isize::MAX / 4) as u128;
+            let scales_overflow =
+                scheme == QuantScheme::PerTokenGroup && pad * (cols / 128) as u128 > usize::MAX as u128;
+            let refused =
+                rows == 0 || cols == 0 || !cols.is_multiple_of(multiple) || elements > (isize::MAX / 4) as u128;
             prop_assert!(refused || scales_overflow, "refused {:?} {} × {}", scheme, rows, cols);
         }
         Err(other) => prop_assert!(false, "untyped error {other:?}"),
         Ok(e) => {
-            prop_assert!(rows > 0 && cols % multiple == 0);
+            prop_assert!(rows > 0 && cols.is_multiple_of(multiple));
             prop_assert_eq!(e.elements as u128, elements);
             prop_assert_eq!(e.codes as u128, if scheme == QuantScheme::Nvfp4 { elements / 2 } else { elements });
             let scales = match scheme {

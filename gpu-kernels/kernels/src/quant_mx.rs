@@ -214,7 +214,14 @@ pub unsafe fn nvfp4_encode_bf16(
 /// # Safety
 /// As [`nvfp4_encode_bf16`], with f16 input.
 #[kernel(max_threads = 1024)]
-pub unsafe fn nvfp4_encode_f16(n: u64, x: *const F16, amax: *const u32, out: *mut u8, scales: *mut u8, global: *mut f32) {
+pub unsafe fn nvfp4_encode_f16(
+    n: u64,
+    x: *const F16,
+    amax: *const u32,
+    out: *mut u8,
+    scales: *mut u8,
+    global: *mut f32,
+) {
     // SAFETY: the launch contract above.
     unsafe { nvfp4_encode(n, x, amax, out, scales, global) }
 }

@@ -178,7 +178,7 @@ pub fn pow2_ceil(s: f32) -> f32 {
 /// gets scale 1.
 #[inline(always)]
 pub fn scale_from_amax(amax: f32, qmax: f32, pow2: bool) -> f32 {
-    if !(amax > 0.0) {
+    if amax.is_nan() || amax <= 0.0 {
         return 1.0;
     }
     let s = amax / qmax;
@@ -226,7 +226,7 @@ pub const UE8M0_NAN: u8 = 0xff;
 /// Elements past `448 · 2^(e)` saturate (the spec's clamp).
 #[inline(always)]
 pub fn mx_scale_byte(amax: f32) -> u8 {
-    if !(amax > 0.0) {
+    if amax.is_nan() || amax <= 0.0 {
         return UE8M0_ONE;
     }
     // The biased exponent field is floor(log2) + 127 for normals; 0 (below −126) for subnormals.
@@ -295,7 +295,7 @@ pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
 #[inline(always)]
 pub fn e2m1_encode(x: f32) -> u8 {
     let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
-    if a != a {
+    if a.is_nan() {
         return 0;
     }
     let sign = ((x.to_bits() >> 31) as u8) << 3;
