@@ -168,7 +168,7 @@ fn run_mxfp8<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64
         if x.is_finite() {
             let scale = q::mx_scale(want_scales[i / q::MX_BLOCK]) as f64;
             let bound = (x.abs() as f64 / 16.0).max(scale * 2f64.powi(-10)).max(x.abs() as f64 - 448.0 * scale);
-            prop_assert!((d - x as f64).abs() <= bound * (1.0 + 2.0 * O::EPS), "MXFP8 {i}: {x} → {d}");
+            prop_assert!((d - x as f64).abs() <= bound + 2.0 * O::EPS * x.abs() as f64, "MXFP8 {i}: {x} → {d}");
         }
     }
     Ok(())
@@ -202,7 +202,7 @@ fn run_nvfp4<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64
             prop_assert!(d.is_nan(), "NVFP4 {i}: a NaN block decodes to NaN");
         } else if x.is_finite() {
             let bound = amax(block) as f64 * 0.25 + g as f64 * 6.0 * 2f64.powi(-9);
-            prop_assert!((d - x as f64).abs() <= bound * (1.0 + 2.0 * O::EPS), "NVFP4 {i}: {x} → {d}");
+            prop_assert!((d - x as f64).abs() <= bound + 2.0 * O::EPS * x.abs() as f64, "NVFP4 {i}: {x} → {d}");
         } else {
             prop_assert_eq!(d.abs(), O::of(6.0 * scale).f64(), "NVFP4 {}: ±∞ saturates to ±6 · scale", i);
         }
