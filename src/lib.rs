@@ -32,6 +32,7 @@
 pub mod gemm;
 pub mod kernels;
 pub mod ptx;
+pub mod quant;
 mod sealed;
 pub mod swiglu;
 mod warpforge;
@@ -39,6 +40,7 @@ mod warpforge;
 pub use gemm::{
     COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, Layout, TileWidth,
 };
+pub use quant::{DequantOutput, Fp8Format, QuantExtents, QuantInput, QuantScheme, ScaleRounding};
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge::Warpforge;
 pub use warpforge_abi as abi;

@@ -242,9 +242,27 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     ] {
         check(d, mma);
     }
+    check(d, entries::QUANT_GROUP_E4M3_BF16);
+    check(d, entries::QUANT_GROUP_E4M3_F16);
+    check(d, entries::QUANT_BLOCK_E4M3_BF16);
+    check(d, entries::QUANT_BLOCK_E4M3_F16);
+    check(d, entries::AMAX_BF16);
+    check(d, entries::AMAX_F16);
+    check(d, entries::QUANT_TENSOR_E4M3_BF16);
+    check(d, entries::QUANT_TENSOR_E4M3_F16);
+    check(d, entries::QUANT_TENSOR_E5M2_BF16);
+    check(d, entries::QUANT_TENSOR_E5M2_F16);
+    check(d, entries::MXFP8_ENCODE_BF16);
+    check(d, entries::MXFP8_ENCODE_F16);
+    check(d, entries::MXFP8_DECODE_BF16);
+    check(d, entries::MXFP8_DECODE_F32);
+    check(d, entries::NVFP4_ENCODE_BF16);
+    check(d, entries::NVFP4_ENCODE_F16);
+    check(d, entries::NVFP4_DECODE_BF16);
+    check(d, entries::NVFP4_DECODE_F32);
     assert_eq!(
         declared.len(),
-        45,
+        63,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

@@ -12,6 +12,7 @@ mod gpu_fuzz;
 mod gpu_gemm;
 mod gpu_gemm_swiglu;
 mod gpu_hopper_async;
+mod gpu_quant;
 mod gpu_reliability;
 mod gpu_soak;
 mod gpu_wgmma;

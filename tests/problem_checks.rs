@@ -5,7 +5,7 @@
 //! (debug) or a wrapped size (release).
 
 use proptest::prelude::*;
-use warpforge::{Error, GemmProblem, Layout, SwigluProblem};
+use warpforge::{Error, GemmProblem, Layout, QuantScheme, SwigluProblem};
 
 /// Values that break unchecked size arithmetic, plus ordinary ones.
 const EXTREMES: [usize; 10] =
@@ -123,4 +123,56 @@ fn extreme_fields_are_refused_with_a_typed_error() {
     let too_wide = SwigluProblem::new(1 << 30, 1 << 30, (1 << 30) - 1);
     assert!(too_wide.check().is_ok() || matches!(too_wide.check(), Err(Error::InvalidArgument(_))));
     assert!(matches!(SwigluProblem::new(1, 1, usize::MAX).check(), Err(Error::InvalidArgument(_))));
+}
+
+/// `QuantScheme::extents` refuses what its scheme cannot run and sizes the rest exactly.
+fn check_quant(scheme: QuantScheme, rows: usize, cols: usize) -> Result<(), TestCaseError> {
+    let multiple = match scheme {
+        QuantScheme::PerTokenGroup => 128,
+        QuantScheme::PerBlock => 8,
+        QuantScheme::PerTensor => 1,
+        QuantScheme::Mxfp8 => 32,
+        QuantScheme::Nvfp4 => 16,
+    };
+    let elements = rows as u128 * cols as u128;
+    match scheme.extents(rows, cols) {
+        Err(Error::InvalidArgument(_)) => {
+            let pad = (rows as u128).div_ceil(4) * 4;
+            let scales_overflow =
+                scheme == QuantScheme::PerTokenGroup && pad * (cols / 128) as u128 > usize::MAX as u128;
+            let refused =
+                rows == 0 || cols == 0 || !cols.is_multiple_of(multiple) || elements > (isize::MAX / 4) as u128;
+            prop_assert!(refused || scales_overflow, "refused {:?} {} × {}", scheme, rows, cols);
+        }
+        Err(other) => prop_assert!(false, "untyped error {other:?}"),
+        Ok(e) => {
+            prop_assert!(rows > 0 && cols.is_multiple_of(multiple));
+            prop_assert_eq!(e.elements as u128, elements);
+            prop_assert_eq!(e.codes as u128, if scheme == QuantScheme::Nvfp4 { elements / 2 } else { elements });
+            let scales = match scheme {
+                QuantScheme::PerTokenGroup => (rows as u128).div_ceil(4) * 4 * (cols / 128) as u128,
+                QuantScheme::PerBlock => (rows as u128).div_ceil(128) * (cols as u128).div_ceil(128),
+                QuantScheme::PerTensor => 1,
+                QuantScheme::Mxfp8 => elements / 32,
+                QuantScheme::Nvfp4 => elements / 16,
+            };
+            prop_assert_eq!(e.scales as u128, scales);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #[test]
+    fn quant_extents_are_checked(rows in extreme(), cols in extreme(), scheme in 0..5usize) {
+        let scheme = [
+            QuantScheme::PerTokenGroup,
+            QuantScheme::PerBlock,
+            QuantScheme::PerTensor,
+            QuantScheme::Mxfp8,
+            QuantScheme::Nvfp4,
+        ][scheme];
+        check_quant(scheme, rows, cols)?;
+        check_quant(scheme, rows, cols / 128 * 128)?;
+    }
 }

@@ -158,6 +158,21 @@ pub mod signatures {
     pub type GemmSkinny = (GemmParams, SkinnyOperands);
     /// The `mma.sync` GEMMs (`gemm_decode_*`, `gemm_gather_*`): `(params, operands)`.
     pub type GemmDecode = (GemmParams, DecodeOperands);
+    /// `quant_group_e4m3_*` and `quant_block_e4m3_*`: `(rows, cols, pow2, x, codes, scales)`
+    /// over input elements `E`.
+    pub type QuantScaled<E> = (u64, u64, u32, In<E>, Out<u8>, Out<f32>);
+    /// `amax_*(n, x, amax)`: the amax as f32 bits in one `u32`.
+    pub type Amax<E> = (u64, In<E>, Out<u32>);
+    /// `quant_tensor_*(n, x, amax, codes, scale)`.
+    pub type QuantTensor<E> = (u64, In<E>, In<u32>, Out<u8>, Out<f32>);
+    /// `mxfp8_encode_*(n, x, codes, scales)`.
+    pub type Mxfp8Encode<E> = (u64, In<E>, Out<u8>, Out<u8>);
+    /// `mxfp8_decode_*(n, codes, scales, out)` to output elements `O`.
+    pub type Mxfp8Decode<O> = (u64, In<u8>, In<u8>, Out<O>);
+    /// `nvfp4_encode_*(n, x, amax, codes, scales, global_scale)`.
+    pub type Nvfp4Encode<E> = (u64, In<E>, In<u32>, Out<u8>, Out<u8>, Out<f32>);
+    /// `nvfp4_decode_*(n, codes, scales, global_scale, out)` to output elements `O`.
+    pub type Nvfp4Decode<O> = (u64, In<u8>, In<u8>, In<f32>, Out<O>);
 }
 
 /// The kernels of warpforge's own PTX modules, shared by the kernel crate (through its
@@ -260,6 +275,42 @@ pub mod entries {
     pub const GEMM_GATHER_F16_F16: Entry<GemmDecode> = Entry::new("gemm_gather_f16_f16_sm90");
     /// f16 inputs, f32 output.
     pub const GEMM_GATHER_F16_F32: Entry<GemmDecode> = Entry::new("gemm_gather_f16_f32_sm90");
+    /// Per-token 1 × 128 e4m3 quantisation of a bf16 activation, MN-major f32 scales.
+    pub const QUANT_GROUP_E4M3_BF16: Entry<QuantScaled<Bf16>> = Entry::new("quant_group_e4m3_bf16");
+    /// Per-token 1 × 128 e4m3 quantisation of an f16 activation.
+    pub const QUANT_GROUP_E4M3_F16: Entry<QuantScaled<F16>> = Entry::new("quant_group_e4m3_f16");
+    /// 128 × 128-block e4m3 quantisation of a bf16 weight, row-major f32 block scales.
+    pub const QUANT_BLOCK_E4M3_BF16: Entry<QuantScaled<Bf16>> = Entry::new("quant_block_e4m3_bf16");
+    /// 128 × 128-block e4m3 quantisation of an f16 weight.
+    pub const QUANT_BLOCK_E4M3_F16: Entry<QuantScaled<F16>> = Entry::new("quant_block_e4m3_f16");
+    /// Largest finite magnitude of a bf16 tensor, folded into a device word.
+    pub const AMAX_BF16: Entry<Amax<Bf16>> = Entry::new("amax_bf16");
+    /// Largest finite magnitude of an f16 tensor.
+    pub const AMAX_F16: Entry<Amax<F16>> = Entry::new("amax_f16");
+    /// Per-tensor e4m3 quantisation of bf16, scale from the device-side amax.
+    pub const QUANT_TENSOR_E4M3_BF16: Entry<QuantTensor<Bf16>> = Entry::new("quant_tensor_e4m3_bf16");
+    /// Per-tensor e4m3 quantisation of f16.
+    pub const QUANT_TENSOR_E4M3_F16: Entry<QuantTensor<F16>> = Entry::new("quant_tensor_e4m3_f16");
+    /// Per-tensor e5m2 quantisation of bf16.
+    pub const QUANT_TENSOR_E5M2_BF16: Entry<QuantTensor<Bf16>> = Entry::new("quant_tensor_e5m2_bf16");
+    /// Per-tensor e5m2 quantisation of f16.
+    pub const QUANT_TENSOR_E5M2_F16: Entry<QuantTensor<F16>> = Entry::new("quant_tensor_e5m2_f16");
+    /// MXFP8 encode (blocks of 32, UE8M0 scales), bf16 input.
+    pub const MXFP8_ENCODE_BF16: Entry<Mxfp8Encode<Bf16>> = Entry::new("mxfp8_encode_bf16");
+    /// MXFP8 encode, f16 input.
+    pub const MXFP8_ENCODE_F16: Entry<Mxfp8Encode<F16>> = Entry::new("mxfp8_encode_f16");
+    /// MXFP8 decode to bf16.
+    pub const MXFP8_DECODE_BF16: Entry<Mxfp8Decode<Bf16>> = Entry::new("mxfp8_decode_bf16");
+    /// MXFP8 decode to f32.
+    pub const MXFP8_DECODE_F32: Entry<Mxfp8Decode<f32>> = Entry::new("mxfp8_decode_f32");
+    /// NVFP4 encode (e2m1 pairs, e4m3 scales per 16, f32 global scale), bf16 input.
+    pub const NVFP4_ENCODE_BF16: Entry<Nvfp4Encode<Bf16>> = Entry::new("nvfp4_encode_bf16");
+    /// NVFP4 encode, f16 input.
+    pub const NVFP4_ENCODE_F16: Entry<Nvfp4Encode<F16>> = Entry::new("nvfp4_encode_f16");
+    /// NVFP4 decode to bf16.
+    pub const NVFP4_DECODE_BF16: Entry<Nvfp4Decode<Bf16>> = Entry::new("nvfp4_decode_bf16");
+    /// NVFP4 decode to f32.
+    pub const NVFP4_DECODE_F32: Entry<Nvfp4Decode<f32>> = Entry::new("nvfp4_decode_f32");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

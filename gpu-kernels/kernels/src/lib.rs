@@ -27,4 +27,7 @@ pub mod gemm_sm90_ctas;
 pub mod gemm_swiglu_sm90;
 pub mod pack;
 pub mod persistent_visit;
+pub mod quant;
+pub mod quant_mx;
+pub mod quant_tensor;
 pub mod reduce;

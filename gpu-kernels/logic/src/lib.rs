@@ -10,6 +10,7 @@ pub mod clc;
 pub mod fragment;
 pub mod kernel_attrs;
 pub mod pipeline_ring;
+pub mod quant;
 pub mod schedule;
 pub mod swizzle;
 pub mod tcgen05_desc;

@@ -1,0 +1,268 @@
+//! Microscaled formats, encode and decode: MXFP8 (OCP MX: 32 consecutive K elements share one
+//! UE8M0 exponent byte, elements e4m3) and NVFP4 (16 consecutive K elements share one e4m3
+//! scale under an f32 tensor scale, elements e2m1 two to a byte, the even element in the low
+//! nibble).
+//!
+//! A block is consecutive in memory (row-major, K a multiple of the block), so every kernel is
+//! a walk over 8-element vectors: an MX block is 4 lanes and an NVFP4 block 2, their amax one
+//! or two butterfly shuffles (`quant::amax_lanes`). The scale rules and the e2m1 encoder are
+//! `logic::quant`'s (Hopper has no e2m1 conversion, so it is software on every arch); the MX
+//! elements round through the hardware e4m3 conversion. NVFP4's tensor amax comes from
+//! `quant_tensor::amax_*` in a launch before, read from device memory.
+
+use warpforge_dsl::global::{self, Bf16x8, F32x4, Streaming};
+use warpforge_dsl::kernel;
+use warpforge_dsl::logic::quant as q;
+use warpforge_dsl::num::{Bf16, E4m3, F16};
+use warpforge_dsl::regs::{RegArray, Regs8};
+use warpforge_dsl::thread::{global_x, grid_stride_x};
+use warpforge_dsl::warp;
+
+use crate::quant::{Input16, VEC, amax_lanes, amax8, for_each_vector, pack8, store8};
+
+/// Vectors per MX block (4 lanes × 8 = 32 elements).
+const MX_LANES: u32 = (q::MX_BLOCK as u64 / VEC) as u32;
+/// Vectors per NVFP4 block (2 lanes × 8 = 16 elements).
+const NVFP4_LANES: u32 = (q::NVFP4_BLOCK as u64 / VEC) as u32;
+
+/// A decoder's output element, stored eight at a time.
+trait Output8 {
+    /// Stores `v` at `out` (element `i` from `v.i`).
+    ///
+    /// # Safety
+    /// `out` is 16-byte aligned with eight writable elements nothing else accesses.
+    unsafe fn store8(out: *mut Self, v: Regs8<f32>);
+}
+
+impl Output8 for Bf16 {
+    #[inline(always)]
+    unsafe fn store8(out: *mut Self, v: Regs8<f32>) {
+        // SAFETY: the caller's contract.
+        unsafe { global::store::<Bf16x8, Streaming>(out, Bf16x8::from_f32(&v)) }
+    }
+}
+
+impl Output8 for f32 {
+    #[inline(always)]
+    unsafe fn store8(out: *mut Self, v: Regs8<f32>) {
+        // SAFETY: the caller's contract: 32 bytes, the second half 16 bytes on.
+        unsafe {
+            global::store::<F32x4, Streaming>(out, F32x4(v.0, v.1, v.2, v.3));
+            global::store::<F32x4, Streaming>(out.add(4), F32x4(v.4, v.5, v.6, v.7));
+        }
+    }
+}
+
+/// MXFP8 encode of `n` elements (`n % 32 == 0`): e4m3 bytes to `out`, one UE8M0 byte per
+/// 32 elements to `scales`.
+///
+/// # Safety
+/// `x` (16-byte aligned) holds `n` elements, read-only; `out` (8-byte aligned) `n` bytes;
+/// `scales` `n / 32` bytes; disjoint.
+#[inline(always)]
+unsafe fn mxfp8_encode<T: Input16>(n: u64, x: *const T, out: *mut u8, scales: *mut u8) {
+    // SAFETY: the contract above; the closure runs warp-uniformly.
+    unsafe {
+        for_each_vector(n / VEC, x, |v, in_range, values| {
+            let byte = q::mx_scale_byte(amax_lanes::<MX_LANES>(amax8(&values)));
+            let factor = q::exp2i(127 - byte as i32);
+            if in_range {
+                store8(out, v, pack8::<E4m3>(&values.map(|e| e * factor)));
+                if v % MX_LANES as u64 == 0 {
+                    scales.add((v / MX_LANES as u64) as usize).write(byte);
+                }
+            }
+        })
+    }
+}
+
+/// MXFP8 encode, bf16 input (OCP MX, blocks of 32 along K).
+///
+/// # Safety
+/// As `mxfp8_encode`: `x` n bf16 (16-byte aligned, `n % 32 == 0`), `out` n bytes (8-byte
+/// aligned), `scales` n/32 bytes, disjoint.
+#[kernel(max_threads = 1024)]
+pub unsafe fn mxfp8_encode_bf16(n: u64, x: *const Bf16, out: *mut u8, scales: *mut u8) {
+    // SAFETY: the launch contract above.
+    unsafe { mxfp8_encode(n, x, out, scales) }
+}
+
+/// MXFP8 encode, f16 input.
+///
+/// # Safety
+/// As [`mxfp8_encode_bf16`], with f16 input.
+#[kernel(max_threads = 1024)]
+pub unsafe fn mxfp8_encode_f16(n: u64, x: *const F16, out: *mut u8, scales: *mut u8) {
+    // SAFETY: the launch contract above.
+    unsafe { mxfp8_encode(n, x, out, scales) }
+}
+
+/// Calls `f(vector index)` for every 8-element vector `< n_vec` of this thread's grid-stride
+/// share.
+#[inline(always)]
+fn for_each_index(n_vec: u64, mut f: impl FnMut(u64)) {
+    let mut i = global_x() as u64;
+    while i < n_vec {
+        f(i);
+        i += grid_stride_x() as u64;
+    }
+}
+
+/// MXFP8 decode: `out[i] = e4m3(q[i]) · 2^(scales[i/32] − 127)`.
+///
+/// # Safety
+/// `codes` (8-byte aligned) holds `n` bytes (`n % 32 == 0`), `scales` `n / 32`, both
+/// read-only; `out` (16-byte aligned) `n` elements, disjoint from both.
+#[inline(always)]
+unsafe fn mxfp8_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, out: *mut O) {
+    for_each_index(n / VEC, |i| {
+        // SAFETY: i < n / 8: eight code bytes, their block's scale byte and eight outputs.
+        unsafe {
+            let bytes = codes.add((i * VEC) as usize).cast::<u64>().read();
+            let scale = q::mx_scale(scales.add((i / MX_LANES as u64) as usize).read());
+            let (lo, hi) = (E4m3::unpack4(bytes as u32), E4m3::unpack4((bytes >> 32) as u32));
+            let v = Regs8(lo.0, lo.1, lo.2, lo.3, hi.0, hi.1, hi.2, hi.3).map(|e| scale * e);
+            O::store8(out.add((i * VEC) as usize), v);
+        }
+    })
+}
+
+/// MXFP8 decode to bf16 (the f32 product rounded once).
+///
+/// # Safety
+/// As `mxfp8_decode`: `codes` n bytes (8-byte aligned, `n % 32 == 0`), `scales` n/32 bytes,
+/// `out` n bf16 (16-byte aligned), disjoint.
+#[kernel(max_threads = 1024)]
+pub unsafe fn mxfp8_decode_bf16(n: u64, codes: *const u8, scales: *const u8, out: *mut Bf16) {
+    // SAFETY: the launch contract above.
+    unsafe { mxfp8_decode(n, codes, scales, out) }
+}
+
+/// MXFP8 decode to f32 (exact).
+///
+/// # Safety
+/// As [`mxfp8_decode_bf16`], with f32 output.
+#[kernel(max_threads = 1024)]
+pub unsafe fn mxfp8_decode_f32(n: u64, codes: *const u8, scales: *const u8, out: *mut f32) {
+    // SAFETY: the launch contract above.
+    unsafe { mxfp8_decode(n, codes, scales, out) }
+}
+
+/// NVFP4 encode of `n` elements (`n % 16 == 0`) under the tensor amax `*amax` (f32 bits, from
+/// `amax_*`): e2m1 pairs to `out` (`n / 2` bytes), e4m3 block scales to `scales` (`n / 16`),
+/// the global scale to `*global_out` (thread 0).
+///
+/// # Safety
+/// `x` (16-byte aligned) holds `n` elements, read-only; `amax` one word written before the
+/// launch; `out` (4-byte aligned) `n / 2` bytes; `scales` `n / 16` bytes; `global_out` one
+/// f32; disjoint.
+#[inline(always)]
+unsafe fn nvfp4_encode<T: Input16>(
+    n: u64,
+    x: *const T,
+    amax: *const u32,
+    out: *mut u8,
+    scales: *mut u8,
+    global_out: *mut f32,
+) {
+    // SAFETY: one readable word, not written during the launch.
+    let global = q::nvfp4_global_scale(f32::from_bits(unsafe { amax.read() }));
+    if global_x() == 0 {
+        // SAFETY: one writable f32, this thread's only.
+        unsafe { global_out.write(global) };
+    }
+    // SAFETY: the contract above; the closure runs warp-uniformly.
+    unsafe {
+        for_each_vector(n / VEC, x, |v, in_range, values| {
+            let mut nan = 0;
+            values.for_each(|_, e| nan |= (e != e) as u32);
+            let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
+            let byte = q::nvfp4_block_scale(amax_lanes::<NVFP4_LANES>(amax8(&values)), global, nan != 0);
+            let scale = q::nvfp4_scale(byte, global);
+            if in_range {
+                let mut word = 0u32;
+                values.for_each(|i, e| word |= (q::nvfp4_encode(e, scale) as u32) << (4 * i));
+                out.add((v * VEC / 2) as usize).cast::<u32>().write(word);
+                if v % NVFP4_LANES as u64 == 0 {
+                    scales.add((v / NVFP4_LANES as u64) as usize).write(byte);
+                }
+            }
+        })
+    }
+}
+
+/// NVFP4 encode, bf16 input; see the module doc.
+///
+/// # Safety
+/// As `nvfp4_encode`: `x` n bf16 (16-byte aligned, `n % 16 == 0`), `amax` one word, `out` n/2
+/// bytes (4-byte aligned), `scales` n/16 bytes, `global` one f32, disjoint.
+#[kernel(max_threads = 1024)]
+pub unsafe fn nvfp4_encode_bf16(
+    n: u64,
+    x: *const Bf16,
+    amax: *const u32,
+    out: *mut u8,
+    scales: *mut u8,
+    global: *mut f32,
+) {
+    // SAFETY: the launch contract above.
+    unsafe { nvfp4_encode(n, x, amax, out, scales, global) }
+}
+
+/// NVFP4 encode, f16 input.
+///
+/// # Safety
+/// As [`nvfp4_encode_bf16`], with f16 input.
+#[kernel(max_threads = 1024)]
+pub unsafe fn nvfp4_encode_f16(
+    n: u64,
+    x: *const F16,
+    amax: *const u32,
+    out: *mut u8,
+    scales: *mut u8,
+    global: *mut f32,
+) {
+    // SAFETY: the launch contract above.
+    unsafe { nvfp4_encode(n, x, amax, out, scales, global) }
+}
+
+/// NVFP4 decode: `out[i] = e2m1(q[i]) · (e4m3(scales[i/16]) · *global)`.
+///
+/// # Safety
+/// `codes` (4-byte aligned) holds `n / 2` bytes (`n % 16 == 0`), `scales` `n / 16`, `global`
+/// one f32, all read-only; `out` (16-byte aligned) `n` elements, disjoint from them.
+#[inline(always)]
+unsafe fn nvfp4_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, global: *const f32, out: *mut O) {
+    // SAFETY: one readable f32.
+    let global = unsafe { global.read() };
+    for_each_index(n / VEC, |i| {
+        // SAFETY: i < n / 8: four code bytes, their block's scale byte and eight outputs.
+        unsafe {
+            let word = codes.add((i * VEC / 2) as usize).cast::<u32>().read();
+            let scale = q::nvfp4_scale(scales.add((i / NVFP4_LANES as u64) as usize).read(), global);
+            let v = Regs8::from_fn(|j| q::nvfp4_decode((word >> (4 * j)) as u8, scale));
+            O::store8(out.add((i * VEC) as usize), v);
+        }
+    })
+}
+
+/// NVFP4 decode to bf16 (the f32 product rounded once).
+///
+/// # Safety
+/// As `nvfp4_decode`: `codes` n/2 bytes (4-byte aligned, `n % 16 == 0`), `scales` n/16 bytes,
+/// `global` one f32, `out` n bf16 (16-byte aligned), disjoint.
+#[kernel(max_threads = 1024)]
+pub unsafe fn nvfp4_decode_bf16(n: u64, codes: *const u8, scales: *const u8, global: *const f32, out: *mut Bf16) {
+    // SAFETY: the launch contract above.
+    unsafe { nvfp4_decode(n, codes, scales, global, out) }
+}
+
+/// NVFP4 decode to f32.
+///
+/// # Safety
+/// As [`nvfp4_decode_bf16`], with f32 output.
+#[kernel(max_threads = 1024)]
+pub unsafe fn nvfp4_decode_f32(n: u64, codes: *const u8, scales: *const u8, global: *const f32, out: *mut f32) {
+    // SAFETY: the launch contract above.
+    unsafe { nvfp4_decode(n, codes, scales, global, out) }
+}

@@ -1,0 +1,319 @@
+//! Quantisation math shared by the quantising kernels and their host references: scale
+//! selection, UE8M0 rounding, software e4m3/e5m2/e2m1 encode and decode, and the scale layouts.
+//!
+//! Every function is plain f32/integer arithmetic with one IEEE rounding per operation (no fused
+//! multiply-add, no approximate division), so the kernel and the CPU produce the same bits.
+//!
+//! **Rounding and specials, every encoder:** round to nearest, ties to even, saturating to the
+//! largest finite value (`satfinite`): a finite value beyond the format's range and ±∞ encode as
+//! ±max (e4m3 ±448, e5m2 ±57344, e2m1 ±6). NaN encodes as NaN where the format has one (e4m3
+//! `0x7F | sign`, e5m2 `0x7F | sign`); e2m1 has none, so NVFP4 carries a block's NaN in its
+//! scale (see [`nvfp4_block_scale`]). Signed zero keeps its sign.
+//!
+//! **Amax:** every scale is chosen from the largest *finite* magnitude of its elements
+//! ([`finite_abs`]): NaN and ±∞ do not widen a scale (±∞ then saturates, NaN stays NaN).
+//!
+//! **Layouts** (all row-major over the quantised matrix's rows):
+//! - per-token groups 1 × [`GROUP`] along K: scales MN-major, `scales[g · m_pad + row]`,
+//!   `m_pad = round_up(M, 4)` ([`group_scale_pitch`], [`group_scale_index`]); the padding rows'
+//!   entries are written as 0.0.
+//! - weight blocks [`BLOCK`] × [`BLOCK`]: `scales[(n / 128) · ceil(K / 128) + k / 128]`
+//!   ([`block_scale_index`]); edge blocks cover what remains.
+//! - MXFP8: one UE8M0 byte per [`MX_BLOCK`] consecutive K elements, `scales[row · K/32 + k/32]`.
+//! - NVFP4: two e2m1 per byte (low nibble the even element), one e4m3 byte per [`NVFP4_BLOCK`]
+//!   consecutive K elements `scales[row · K/16 + k/16]`, one f32 global scale.
+
+/// K elements per per-token group.
+pub const GROUP: usize = 128;
+/// Rows and columns of a weight block.
+pub const BLOCK: usize = 128;
+/// Elements sharing one UE8M0 scale in MXFP8 (OCP MX).
+pub const MX_BLOCK: usize = 32;
+/// Elements sharing one e4m3 scale in NVFP4.
+pub const NVFP4_BLOCK: usize = 16;
+/// Rows a per-token group scale column is padded to (16 bytes of f32, as TMA wants).
+pub const SCALE_ROW_ALIGN: usize = 4;
+
+/// A floating-point byte (or nibble) format: its mantissa bits, minimum normal exponent,
+/// largest finite code and whether its all-ones code is NaN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Minifloat {
+    /// FP8 E4M3 (OCP "fn": no infinities, `S.1111.111` is NaN), max 448.
+    E4m3,
+    /// FP8 E5M2 (IEEE-like: infinities and NaNs), max 57344.
+    E5m2,
+    /// FP4 E2M1 (no infinities, no NaN), values ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}.
+    E2m1,
+}
+
+impl Minifloat {
+    /// Mantissa bits.
+    const fn mantissa_bits(self) -> u32 {
+        match self {
+            Minifloat::E4m3 => 3,
+            Minifloat::E5m2 => 2,
+            Minifloat::E2m1 => 1,
+        }
+    }
+    /// Exponent of the smallest normal.
+    const fn min_exp(self) -> i32 {
+        match self {
+            Minifloat::E4m3 => -6,
+            Minifloat::E5m2 => -14,
+            Minifloat::E2m1 => 0,
+        }
+    }
+    /// The largest finite magnitude's code.
+    const fn max_code(self) -> u32 {
+        match self {
+            Minifloat::E4m3 => 0x7E,
+            Minifloat::E5m2 => 0x7B,
+            Minifloat::E2m1 => 0x7,
+        }
+    }
+    /// Bits of a code (the sign is the top one).
+    const fn bits(self) -> u32 {
+        match self {
+            Minifloat::E2m1 => 4,
+            _ => 8,
+        }
+    }
+    /// The largest finite magnitude.
+    pub const fn max(self) -> f32 {
+        match self {
+            Minifloat::E4m3 => 448.0,
+            Minifloat::E5m2 => 57344.0,
+            Minifloat::E2m1 => 6.0,
+        }
+    }
+
+    /// `x` rounded to nearest even, saturating to ±[`Self::max`]; NaN to `0x7F | sign`
+    /// (e4m3, e5m2) or `+0` (e2m1, which has no NaN). The code is in the low [`Self::bits`].
+    #[inline(always)]
+    pub fn encode(self, x: f32) -> u8 {
+        let bits = x.to_bits();
+        let sign = (bits >> 31) << (self.bits() - 1);
+        let magnitude = bits & 0x7fff_ffff;
+        if magnitude > 0x7f80_0000 {
+            return match self {
+                Minifloat::E2m1 => 0,
+                _ => (0x7f | sign) as u8,
+            };
+        }
+        if magnitude >= 0x7f80_0000 {
+            return (self.max_code() | sign) as u8;
+        }
+        let m = self.mantissa_bits();
+        // magnitude = sig · 2^(exp − 23), exactly.
+        let biased = (magnitude >> 23) as i32;
+        let (sig, exp) =
+            if biased == 0 { (magnitude, -126) } else { (magnitude & 0x007f_ffff | 1 << 23, biased - 127) };
+        // The target's quantum at this magnitude: 2^(max(exp, emin) − m).
+        let e = if exp > self.min_exp() { exp } else { self.min_exp() };
+        let shift = (e - m as i32 - (exp - 23)) as u32; // ≥ 23 − m > 0
+        let n = if shift >= 40 {
+            0
+        } else {
+            let (sig, half) = (sig as u64, 1u64 << (shift - 1));
+            let (n, rem) = (sig >> shift, sig & ((half << 1) - 1));
+            if rem > half || (rem == half && n & 1 == 1) { n + 1 } else { n }
+        };
+        // n quanta of 2^(e − m): subnormal codes are n itself, normal ones add the exponent
+        // field, and a carry to 2^(m+1) moves into the exponent by the same addition.
+        let code = (((e - self.min_exp()) as u64) << m) + n;
+        let code = if code > self.max_code() as u64 { self.max_code() } else { code as u32 };
+        (code | sign) as u8
+    }
+
+    /// The value of `code` (low [`Self::bits`] bits), exactly.
+    #[inline(always)]
+    pub fn decode(self, code: u8) -> f32 {
+        let code = code as u32 & ((1 << self.bits()) - 1);
+        let magnitude = code & ((1 << (self.bits() - 1)) - 1);
+        let negative = code >> (self.bits() - 1) == 1;
+        let m = self.mantissa_bits();
+        let (field, mantissa) = (magnitude >> m, magnitude & ((1 << m) - 1));
+        let value = match self {
+            Minifloat::E4m3 if magnitude == 0x7f => f32::NAN,
+            Minifloat::E5m2 if field == 0x1f && mantissa != 0 => f32::NAN,
+            Minifloat::E5m2 if field == 0x1f => f32::INFINITY,
+            _ if field == 0 => mantissa as f32 * exp2i(self.min_exp() - m as i32),
+            _ => ((1 << m) + mantissa) as f32 * exp2i(field as i32 - 1 + self.min_exp() - m as i32),
+        };
+        if negative { -value } else { value }
+    }
+}
+
+/// `2^k` for `k` in `-149..=127`, exactly (a subnormal below `-126`).
+#[inline(always)]
+pub const fn exp2i(k: i32) -> f32 {
+    if k >= -126 { f32::from_bits(((k + 127) as u32) << 23) } else { f32::from_bits(1 << (k + 149)) }
+}
+
+/// `|x|` when `x` is finite, else 0: what every amax sees.
+#[inline(always)]
+pub fn finite_abs(x: f32) -> f32 {
+    let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+    if a < f32::INFINITY { a } else { 0.0 }
+}
+
+/// The larger of two amax values (both ≥ 0 and finite: [`finite_abs`] results). Their f32 bits
+/// order the same way, which is what the device's `atom.max.u32` on the bits relies on.
+#[inline(always)]
+pub fn amax_combine(a: f32, b: f32) -> f32 {
+    if b > a { b } else { a }
+}
+
+/// The smallest power of two ≥ `s` (`s` a positive normal f32; UE8M0 rounding up): the scale
+/// then only moves exponents, so dequantising (`q · scale`) is exact.
+#[inline(always)]
+pub fn pow2_ceil(s: f32) -> f32 {
+    let bits = s.to_bits();
+    if bits & 0x007f_ffff == 0 { s } else { f32::from_bits((bits & 0x7f80_0000) + 0x0080_0000) }
+}
+
+/// The f32 scale of a group whose amax is `amax`, for a format whose largest value is
+/// `qmax`: `amax / qmax`, at least the smallest normal f32 (so `x / scale` stays finite), and
+/// rounded up to a power of two when `pow2`. An all-zero (or all non-finite) group, `amax == 0`,
+/// gets scale 1.
+#[inline(always)]
+pub fn scale_from_amax(amax: f32, qmax: f32, pow2: bool) -> f32 {
+    if amax.is_nan() || amax <= 0.0 {
+        return 1.0;
+    }
+    let s = amax / qmax;
+    let s = if s < f32::MIN_POSITIVE { f32::MIN_POSITIVE } else { s };
+    if pow2 { pow2_ceil(s) } else { s }
+}
+
+/// `x` quantised with `scale` to `format`: `encode(x / scale)`.
+#[inline(always)]
+pub fn quantize(format: Minifloat, x: f32, scale: f32) -> u8 {
+    format.encode(x / scale)
+}
+
+/// Rows of the MN-major per-token scale matrix: `round_up(m, 4)`; `None` on overflow.
+#[inline(always)]
+pub const fn group_scale_pitch(m: usize) -> Option<usize> {
+    match m.checked_add(SCALE_ROW_ALIGN - 1) {
+        Some(v) => Some(v / SCALE_ROW_ALIGN * SCALE_ROW_ALIGN),
+        None => None,
+    }
+}
+
+/// Where the scale of row `row`, group `g` (K elements `128g..128g + 128`) lives: MN-major,
+/// `g · m_pad + row`.
+#[inline(always)]
+pub const fn group_scale_index(row: usize, g: usize, m_pad: usize) -> usize {
+    g * m_pad + row
+}
+
+/// Where the scale of the weight block holding element `(n, k)` of an `N × K` matrix lives.
+#[inline(always)]
+pub const fn block_scale_index(n: usize, k: usize, cols: usize) -> usize {
+    (n / BLOCK) * cols.div_ceil(BLOCK) + k / BLOCK
+}
+
+/// E4M3's largest exponent: `floor(log2(448))`, the `emax_elem` of the OCP MX scale rule.
+pub const E4M3_EMAX: i32 = 8;
+/// The UE8M0 code of scale 1 (bias 127), what an all-zero MX block gets.
+pub const UE8M0_ONE: u8 = 127;
+/// The UE8M0 NaN code.
+pub const UE8M0_NAN: u8 = 0xff;
+
+/// The OCP MX shared exponent of a block whose amax is `amax`, as its UE8M0 byte:
+/// `floor(log2(amax)) − 8 + 127`, clamped to `0..=254`; [`UE8M0_ONE`] when `amax == 0`.
+/// Elements past `448 · 2^(e)` saturate (the spec's clamp).
+#[inline(always)]
+pub fn mx_scale_byte(amax: f32) -> u8 {
+    if amax.is_nan() || amax <= 0.0 {
+        return UE8M0_ONE;
+    }
+    // The biased exponent field is floor(log2) + 127 for normals; 0 (below −126) for subnormals.
+    let biased = (amax.to_bits() >> 23) as i32;
+    let byte = biased - E4M3_EMAX;
+    if byte < 0 { 0 } else { byte as u8 }
+}
+
+/// An MXFP8 element: `e4m3(x / 2^(byte − 127))`, computed as `x · 2^(127 − byte)` (the same
+/// single rounding: the factor is an exact power of two).
+#[inline(always)]
+pub fn mx_encode(x: f32, scale_byte: u8) -> u8 {
+    Minifloat::E4m3.encode(x * exp2i(127 - scale_byte as i32))
+}
+
+/// An MXFP8 element's value: `e4m3 · 2^(byte − 127)`, NaN for the NaN scale byte.
+#[inline(always)]
+pub fn mx_decode(code: u8, scale_byte: u8) -> f32 {
+    mx_scale(scale_byte) * Minifloat::E4m3.decode(code)
+}
+
+/// The value of a UE8M0 scale byte (`0xFF` is NaN).
+#[inline(always)]
+pub fn mx_scale(byte: u8) -> f32 {
+    if byte == UE8M0_NAN { f32::NAN } else { exp2i(byte as i32 - 127) }
+}
+
+/// NVFP4's largest representable product of scale and element: `448 · 6`.
+pub const NVFP4_RANGE: f32 = 448.0 * 6.0;
+
+/// NVFP4's global scale for a tensor whose amax is `amax`: `amax / (448 · 6)` (so each block
+/// scale fits e4m3), at least the smallest normal f32; 1 when `amax == 0`.
+#[inline(always)]
+pub fn nvfp4_global_scale(amax: f32) -> f32 {
+    scale_from_amax(amax, NVFP4_RANGE, false)
+}
+
+/// The e4m3 scale byte of an NVFP4 block with amax `block_amax` (finite magnitudes) under
+/// `global`: `e4m3((block_amax / 6) / global)`; the NaN byte `0x7F` when `has_nan` (e2m1 has no
+/// NaN, so a block holding one decodes to NaN as a whole).
+#[inline(always)]
+pub fn nvfp4_block_scale(block_amax: f32, global: f32, has_nan: bool) -> u8 {
+    if has_nan {
+        return 0x7f;
+    }
+    Minifloat::E4m3.encode(block_amax / Minifloat::E2m1.max() / global)
+}
+
+/// The effective scale of an NVFP4 block: `e4m3(byte) · global`.
+#[inline(always)]
+pub fn nvfp4_scale(scale_byte: u8, global: f32) -> f32 {
+    Minifloat::E4m3.decode(scale_byte) * global
+}
+
+/// An NVFP4 element's code (low nibble) given its block's effective scale
+/// ([`nvfp4_scale`]): `e2m1(x / scale)`, or +0 when the scale is 0 (a block far below the
+/// tensor's amax) or NaN (the NaN block).
+#[inline(always)]
+pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
+    if scale > 0.0 { e2m1_encode(x / scale) } else { 0 }
+}
+
+/// [`Minifloat::E2m1`]`.encode(x)` as seven compares against the midpoints between the eight
+/// magnitudes (`<` or `≤` by which neighbour is even), the form the kernels run: the same
+/// codes, NaN to +0, ±∞ and anything past 5 to ±6.
+#[inline(always)]
+pub fn e2m1_encode(x: f32) -> u8 {
+    let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
+    if a.is_nan() {
+        return 0;
+    }
+    let sign = ((x.to_bits() >> 31) as u8) << 3;
+    let code = (a > 0.25) as u8
+        + (a >= 0.75) as u8
+        + (a > 1.25) as u8
+        + (a >= 1.75) as u8
+        + (a > 2.5) as u8
+        + (a >= 3.5) as u8
+        + (a > 5.0) as u8;
+    code | sign
+}
+
+/// An NVFP4 element's value: `e2m1(code) · scale`.
+#[inline(always)]
+pub fn nvfp4_decode(code: u8, scale: f32) -> f32 {
+    Minifloat::E2m1.decode(code) * scale
+}
+
+#[cfg(test)]
+mod tests;

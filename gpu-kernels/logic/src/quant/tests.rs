@@ -1,0 +1,245 @@
+//! CPU tests of the quantisation math: the software FP8 encoders bit-exact against the `float8`
+//! crate (a port of `cuda_fp8.hpp`'s satfinite conversion), e2m1 against its 16-value table, and
+//! the scale rules on outliers, zeros, NaN, ±∞ and subnormal results.
+
+use std::vec::Vec;
+
+use float8::{F8E4M3, F8E5M2};
+use proptest::prelude::*;
+
+use super::*;
+
+/// The reference encode of `x` in `format`: `float8`'s satfinite RNE for the FP8 formats.
+fn reference_fp8(format: Minifloat, x: f32) -> u8 {
+    match format {
+        Minifloat::E4m3 => F8E4M3::from_f32(x).to_bits(),
+        Minifloat::E5m2 => F8E5M2::from_f32(x).to_bits(),
+        Minifloat::E2m1 => reference_e2m1(x),
+    }
+}
+
+/// The e2m1 magnitudes by code.
+const E2M1: [f32; 8] = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0];
+
+/// Table-based e2m1: the nearest of the eight magnitudes, ties to the even code, past 6 → 6,
+/// NaN → +0, the sign in bit 3.
+fn reference_e2m1(x: f32) -> u8 {
+    if x.is_nan() {
+        return 0;
+    }
+    let sign = if x.is_sign_negative() { 8 } else { 0 };
+    if x.abs() > 6.0 {
+        return 7 | sign;
+    }
+    let a = x.abs() as f64;
+    let mut best = 0usize;
+    for (code, &v) in E2M1.iter().enumerate() {
+        let (d, db) = ((a - v as f64).abs(), (a - E2M1[best] as f64).abs());
+        if d < db || (d == db && code % 2 == 0) {
+            best = code;
+        }
+    }
+    best as u8 | sign
+}
+
+/// Encodes agree: bit-exact, except that only NaN-ness is compared for NaN inputs.
+fn check_encode(format: Minifloat, x: f32) -> Result<(), TestCaseError> {
+    let (ours, reference) = (format.encode(x), reference_fp8(format, x));
+    if x.is_nan() && format != Minifloat::E2m1 {
+        prop_assert!(format.decode(ours).is_nan(), "{format:?}({x}) = {ours:#x}, not NaN");
+    } else {
+        prop_assert_eq!(ours, reference, "{:?}({:e}) bits {:#x}", format, x, x.to_bits());
+    }
+    Ok(())
+}
+
+#[test]
+fn fp8_encode_matches_float8_on_a_sweep_of_f32_bit_patterns() {
+    for bits in (0..=u32::MAX).step_by(4099).chain([0x7f80_0000, 0xff80_0000, 0x8000_0000, 0x7fc0_0000]) {
+        for format in [Minifloat::E4m3, Minifloat::E5m2, Minifloat::E2m1] {
+            check_encode(format, f32::from_bits(bits)).unwrap();
+        }
+        let x = f32::from_bits(bits);
+        assert_eq!(e2m1_encode(x), Minifloat::E2m1.encode(x), "{x:e}");
+    }
+}
+
+#[test]
+fn every_code_decodes_as_float8_and_round_trips() {
+    for code in 0..=255u8 {
+        for (format, reference) in
+            [(Minifloat::E4m3, F8E4M3::from_bits(code).to_f32()), (Minifloat::E5m2, F8E5M2::from_bits(code).to_f32())]
+        {
+            let v = format.decode(code);
+            if reference.is_nan() {
+                assert!(v.is_nan(), "{format:?} {code:#x}");
+                continue;
+            }
+            assert_eq!(v.to_bits(), reference.to_bits(), "{format:?} {code:#x}");
+            if v.is_finite() {
+                assert_eq!(format.encode(v), code, "{format:?} {code:#x} round trip");
+            }
+        }
+    }
+    for code in 0..16u8 {
+        let v = Minifloat::E2m1.decode(code);
+        let magnitude = E2M1[code as usize & 7];
+        assert_eq!(v, if code & 8 == 8 { -magnitude } else { magnitude }, "e2m1 {code:#x}");
+        assert_eq!(Minifloat::E2m1.encode(v), code, "e2m1 {code:#x} round trip");
+    }
+}
+
+#[test]
+fn specials_saturate_or_stay_nan() {
+    assert_eq!(Minifloat::E4m3.encode(f32::INFINITY), 0x7e);
+    assert_eq!(Minifloat::E4m3.encode(f32::NEG_INFINITY), 0xfe);
+    assert_eq!(Minifloat::E4m3.encode(1e6), 0x7e);
+    assert_eq!(Minifloat::E4m3.encode(464.0), 0x7e, "the tie above 448 rounds to even, not to NaN");
+    assert_eq!(Minifloat::E5m2.encode(f32::INFINITY), 0x7b);
+    assert_eq!(Minifloat::E5m2.encode(-1e9), 0xfb);
+    assert_eq!(Minifloat::E2m1.encode(f32::INFINITY), 0x7);
+    assert_eq!(Minifloat::E2m1.encode(-7.0), 0xf);
+    assert_eq!(Minifloat::E4m3.encode(f32::NAN), 0x7f);
+    assert_eq!(Minifloat::E5m2.encode(f32::NAN), 0x7f);
+    assert_eq!(Minifloat::E2m1.encode(f32::NAN), 0);
+    assert_eq!(Minifloat::E4m3.encode(-0.0), 0x80);
+    // Subnormal results: e4m3's smallest subnormal is 2^-9, ties at 2^-10 go to zero.
+    assert_eq!(Minifloat::E4m3.encode(exp2i(-9)), 0x01);
+    assert_eq!(Minifloat::E4m3.encode(exp2i(-10)), 0x00);
+    assert_eq!(Minifloat::E4m3.encode(3.0 * exp2i(-10)), 0x02);
+    // e2m1 ties: 0.25 → 0, 0.75 → 1.0, 1.25 → 1.0, 2.5 → 2, 5 → 4.
+    for (x, code) in [(0.25, 0), (0.75, 2), (1.25, 2), (1.75, 4), (2.5, 4), (3.5, 6), (5.0, 6), (5.01, 7)] {
+        assert_eq!(Minifloat::E2m1.encode(x), code, "e2m1({x})");
+        assert_eq!(e2m1_encode(-x), code | 8, "e2m1(-{x})");
+    }
+}
+
+#[test]
+fn scale_rules() {
+    assert_eq!(scale_from_amax(0.0, 448.0, false), 1.0);
+    assert_eq!(scale_from_amax(0.0, 448.0, true), 1.0);
+    assert_eq!(scale_from_amax(448.0, 448.0, false), 1.0);
+    assert_eq!(scale_from_amax(449.0, 448.0, true), 2.0);
+    assert_eq!(scale_from_amax(1e-44, 448.0, false), f32::MIN_POSITIVE);
+    assert_eq!(pow2_ceil(0.75), 1.0);
+    assert_eq!(pow2_ceil(0.5), 0.5);
+    assert_eq!(mx_scale_byte(0.0), UE8M0_ONE);
+    assert_eq!(mx_scale_byte(448.0), 127, "floor(log2 448) = 8 → 2^0");
+    assert_eq!(mx_scale_byte(1.0), 119);
+    assert_eq!(mx_scale_byte(1e-40), 0, "clamped at 2^-127");
+    assert_eq!(mx_scale_byte(f32::MAX), 246);
+    assert!(mx_scale(UE8M0_NAN).is_nan());
+    assert_eq!(nvfp4_global_scale(0.0), 1.0);
+    assert_eq!(nvfp4_block_scale(1.0, 1.0, true), 0x7f);
+    assert!(nvfp4_scale(0x7f, 1.0).is_nan());
+    assert_eq!(nvfp4_encode(3.0, f32::NAN), 0);
+    assert_eq!(nvfp4_encode(3.0, 0.0), 0);
+}
+
+#[test]
+fn layouts() {
+    assert_eq!(group_scale_pitch(1), Some(4));
+    assert_eq!(group_scale_pitch(4), Some(4));
+    assert_eq!(group_scale_pitch(5), Some(8));
+    assert_eq!(group_scale_pitch(usize::MAX), None);
+    assert_eq!(group_scale_index(3, 2, 8), 19);
+    // 300 × 200 weight: 3 × 2 blocks.
+    assert_eq!(block_scale_index(0, 0, 200), 0);
+    assert_eq!(block_scale_index(0, 199, 200), 1);
+    assert_eq!(block_scale_index(299, 130, 200), 5);
+}
+
+/// A 128-element group of values in ±`spread`, with optional 1e4 spikes.
+fn group() -> impl Strategy<Value = Vec<f32>> {
+    (prop::collection::vec(-1.0f32..1.0, GROUP), 1e-30f32..1e4, prop::collection::vec(0..GROUP, 0..3)).prop_map(
+        |(mut v, spread, spikes)| {
+            v.iter_mut().for_each(|x| *x *= spread);
+            spikes.into_iter().for_each(|i| v[i] = if i % 2 == 0 { 1e4 } else { -1e4 });
+            v
+        },
+    )
+}
+
+proptest! {
+    #[test]
+    fn fp8_encode_matches_float8(bits in any::<u32>()) {
+        for format in [Minifloat::E4m3, Minifloat::E5m2, Minifloat::E2m1] {
+            check_encode(format, f32::from_bits(bits))?;
+        }
+        prop_assert_eq!(e2m1_encode(f32::from_bits(bits)), Minifloat::E2m1.encode(f32::from_bits(bits)));
+    }
+
+    /// A group quantised with its scale dequantises within half a step of e4m3 at each value
+    /// (a relative 2^-4, or the subnormal step 2^-10 · scale near zero); the amax element maps
+    /// to ±448 exactly without pow2 and within [224, 448] with it.
+    #[test]
+    fn group_round_trip(v in group(), pow2 in any::<bool>()) {
+        let amax = v.iter().fold(0.0, |a, &x| amax_combine(a, finite_abs(x)));
+        let scale = scale_from_amax(amax, 448.0, pow2);
+        prop_assert!(scale.is_finite() && scale > 0.0);
+        if pow2 {
+            prop_assert_eq!(scale.to_bits() & 0x007f_ffff, 0);
+        }
+        for &x in &v {
+            let q = quantize(Minifloat::E4m3, x, scale);
+            let back = Minifloat::E4m3.decode(q) as f64 * scale as f64;
+            let bound = (x.abs() as f64 / 16.0).max(exp2i(-10) as f64 * scale as f64) * 1.0001;
+            prop_assert!((back - x as f64).abs() <= bound, "x {x} scale {scale} q {q:#x} back {back}");
+            if x.abs() == amax {
+                let top = Minifloat::E4m3.decode(q).abs();
+                prop_assert!(if pow2 { (224.0..=448.0).contains(&top) } else { top == 448.0 }, "amax → {top}");
+            }
+        }
+    }
+
+    /// NaN and ±∞ leave the scale to the finite values; ±∞ saturates, NaN stays NaN.
+    #[test]
+    fn specials_in_a_group(v in group(), at in 0..GROUP, special in 0..3u8) {
+        let mut v = v;
+        v[at] = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY][special as usize];
+        let amax = v.iter().fold(0.0, |a, &x| amax_combine(a, finite_abs(x)));
+        prop_assert!(amax.is_finite());
+        let q = quantize(Minifloat::E4m3, v[at], scale_from_amax(amax, 448.0, false));
+        match special {
+            0 => prop_assert!(Minifloat::E4m3.decode(q).is_nan()),
+            1 => prop_assert_eq!(q, 0x7e),
+            _ => prop_assert_eq!(q, 0xfe),
+        }
+    }
+
+    /// The MX exponent puts the block's amax in [256, 512) before the element cast (values past
+    /// 448 saturate), unless clamped; the rest dequantise within e4m3's relative step.
+    #[test]
+    fn mx_round_trip(v in prop::collection::vec(-1.0f32..1.0, MX_BLOCK), spread in 1e-30f32..1e30) {
+        let v: Vec<f32> = v.into_iter().map(|x| x * spread).collect();
+        let amax = v.iter().fold(0.0, |a, &x| amax_combine(a, finite_abs(x)));
+        let byte = mx_scale_byte(amax);
+        if amax > 0.0 && byte > 0 {
+            let top = amax * exp2i(127 - byte as i32);
+            prop_assert!((256.0..512.0).contains(&top), "amax {amax} byte {byte}: {top}");
+        }
+        for &x in &v {
+            let back = mx_decode(mx_encode(x, byte), byte) as f64;
+            let bound = (x.abs() as f64 / 16.0).max(amax as f64 / 7.0 / 16.0) ;
+            // Past 448 · scale the OCP rule saturates (the block's top octave is [256, 512)).
+            let saturated = x.abs() as f64 - 448.0 * mx_scale(byte) as f64;
+            let bound = bound.max(mx_scale(byte) as f64 * exp2i(-10) as f64).max(saturated);
+            prop_assert!((back - x as f64).abs() <= bound, "x {x:e} back {back:e} byte {byte} amax {amax:e}");
+        }
+    }
+
+    /// NVFP4 blocks dequantise within a quarter of the block's amax (e2m1's top step is 1/6 of
+    /// it, plus the e4m3 rounding of the block scale).
+    #[test]
+    fn nvfp4_round_trip(v in prop::collection::vec(-1.0f32..1.0, NVFP4_BLOCK), spread in 1e-3f32..1e4, tensor in 1.0f32..100.0) {
+        let v: Vec<f32> = v.into_iter().map(|x| x * spread).collect();
+        let block_amax = v.iter().fold(0.0, |a, &x| amax_combine(a, finite_abs(x)));
+        let global = nvfp4_global_scale(block_amax * tensor);
+        let scale = nvfp4_scale(nvfp4_block_scale(block_amax, global, false), global);
+        for &x in &v {
+            let back = nvfp4_decode(nvfp4_encode(x, scale), scale);
+            prop_assert!(((back - x).abs() as f64) <= block_amax as f64 * 0.25 + global as f64 * 6.0 * exp2i(-9) as f64,
+                "x {x} back {back} amax {block_amax} global {global}");
+        }
+    }
+}
