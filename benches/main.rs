@@ -6,19 +6,25 @@
 //! `.gpu/bench <bench> [arguments]`), where `<bench>` is one of [`BENCHES`]; with none named,
 //! every bench runs in turn. Benches: `gemm_bf16` (the GEMM on its square, LLM and wave-count
 //! shapes, with each variant forced), `gemm_swiglu` (fused gate-up + SwiGLU against cuBLAS plus
-//! the unfused epilogue), `gemm_sweep` (the 352-shape sweep of model projections and random shapes).
+//! the unfused epilogue), `gemm_sweep` (the 352-shape sweep of model projections and random shapes),
+//! `quant` (the FP8/FP4 quantisation kernels against the copy bandwidth).
 
 mod common;
 mod gemm_bf16;
 mod gemm_sweep;
 mod gemm_swiglu;
+mod quant;
 
 /// A bench's entry point (it reads its own arguments).
 type Run = fn() -> common::Result<()>;
 
 /// The benches by name, in the order a run without a name takes them.
-const BENCHES: [(&str, Run); 3] =
-    [("gemm_bf16", gemm_bf16::main), ("gemm_swiglu", gemm_swiglu::main), ("gemm_sweep", gemm_sweep::main)];
+const BENCHES: [(&str, Run); 4] = [
+    ("gemm_bf16", gemm_bf16::main),
+    ("gemm_swiglu", gemm_swiglu::main),
+    ("gemm_sweep", gemm_sweep::main),
+    ("quant", quant::main),
+];
 
 fn main() -> common::Result<()> {
     // Cargo passes `--bench`; a bench's own arguments (`quick`, `list`, `filter=…`) follow its name.
