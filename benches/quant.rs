@@ -11,9 +11,9 @@
 //! reads 2e twice and writes e/2 + e/16, decode reads e/2 + e/16 and writes 2e.
 //!
 //! After the timed rounds every output is checked at 4096 random elements against
-//! `logic::quant` (the references the GPU tests use): the per-token codes and scales bit for
-//! bit; the other encoders through their decode, within the format's rounding of the scaled
-//! value. A failure stops the bench.
+//! `logic::quant` (the references the GPU tests use), bit for bit: each encoder's scales and
+//! codes from the input, each decoder's values from the codes and scales on the device. A
+//! failure stops the bench.
 //!
 //! Run: `cargo bench --bench kernels -- quant` (on a GPU machine: `.gpu/bench quant`). Writes
 //! `quant.csv` to `$OUT` (or the current directory).
@@ -144,8 +144,9 @@ impl Buffers {
         Ok(())
     }
 
-    /// Checks `kernel`'s outputs at sampled elements (module doc); returns how many were
-    /// checked. The decoders are checked against the input through their encoder's rounding.
+    /// Checks `kernel`'s outputs at sampled elements against `logic::quant`, bit for bit (module
+    /// doc): each encoder's scales and codes, each decoder's values from the codes and scales on
+    /// the device. Returns how many elements were checked.
     fn check(&self, stream: &Arc<CudaStream>, kernel: Kernel) -> Result<usize> {
         let (m, k) = (self.m, self.k);
         let codes = stream.clone_dtoh(&self.codes)?;
@@ -153,53 +154,71 @@ impl Buffers {
         let byte_scales = stream.clone_dtoh(&self.byte_scales)?;
         let decoded = stream.clone_dtoh(&self.decoded)?;
         let x = |i: usize| self.host[i].to_f32();
+        let amax =
+            |range: std::ops::Range<usize>| range.map(|i| quant::finite_abs(x(i))).fold(0.0f32, quant::amax_combine);
+        let tensor_amax = amax(0..m * k);
         let fail = |what: String| -> Result<usize> { Err(format!("{kernel:?} {m}×{k}: {what}").into()) };
+        let e4m3 = Minifloat::E4m3;
         for t in 0..SAMPLES {
             let i = (mix(t * 7919 + 3) % (m * k) as u64) as usize;
             let (row, col) = (i / k, i % k);
-            match kernel {
+            let nibble = (codes[i / 2] >> (4 * (i % 2))) & 0xf;
+            let (got, want): (String, String) = match kernel {
                 Kernel::PerTokenGroup => {
                     let g = col / 128;
-                    let amax = (0..128).map(|c| x(row * k + g * 128 + c).abs()).fold(0.0f32, f32::max);
-                    let scale = quant::scale_from_amax(amax, Minifloat::E4m3.max(), false);
+                    let scale =
+                        quant::scale_from_amax(amax(row * k + g * 128..row * k + g * 128 + 128), e4m3.max(), false);
                     let at = quant::group_scale_index(row, g, quant::group_scale_pitch(m).unwrap_or(0));
-                    let code = quant::quantize(Minifloat::E4m3, x(i), scale);
-                    if f32_scales[at] != scale || codes[i] != code {
-                        return fail(format!(
-                            "({row}, {col}): scale {} code {:#x}, want {scale} {code:#x}",
-                            f32_scales[at], codes[i]
-                        ));
-                    }
+                    let code = quant::quantize(e4m3, x(i), scale);
+                    (format!("{} {:#x}", f32_scales[at], codes[i]), format!("{scale} {code:#x}"))
                 }
-                Kernel::Mxfp8Decode | Kernel::Nvfp4Decode => {
-                    // Decoded values within the scaled format's rounding of the input: half a
-                    // step of e4m3 (2^-4 relative) or e2m1 (1/4 relative, 1/2 of the block's
-                    // scale near zero), plus the bf16 output's rounding.
-                    let (got, want) = (decoded[i].to_f32(), x(i));
-                    let block_scale = if matches!(kernel, Kernel::Mxfp8Decode) {
-                        quant::mx_scale(byte_scales[i / 32])
-                    } else {
-                        quant::nvfp4_scale(byte_scales[i / 16], f32_scales[0])
-                    };
-                    let (rel, floor) = if matches!(kernel, Kernel::Mxfp8Decode) {
-                        (1.0 / 16.0, block_scale * 2f32.powi(-9))
-                    } else {
-                        (0.25, block_scale * 0.5)
-                    };
-                    if (got - want).abs() > rel * want.abs() + floor + want.abs() / 128.0 {
-                        return fail(format!("element {i}: decoded {got}, input {want}"));
-                    }
+                Kernel::PerBlock => {
+                    let (r0, c0) = (row / 128 * 128, col / 128 * 128);
+                    let block = (r0..(r0 + 128).min(m))
+                        .map(|r| amax(r * k + c0..r * k + (c0 + 128).min(k)))
+                        .fold(0.0f32, quant::amax_combine);
+                    let scale = quant::scale_from_amax(block, e4m3.max(), false);
+                    let at = quant::block_scale_index(row, col, k);
+                    (
+                        format!("{} {:#x}", f32_scales[at], codes[i]),
+                        format!("{scale} {:#x}", quant::quantize(e4m3, x(i), scale)),
+                    )
                 }
-                // The other encoders are checked through the decoders that follow them in
-                // `Kernel::ALL` (codes and scales intact), and the per-tensor scale here.
-                Kernel::PerTensor if t == 0 => {
-                    let amax = self.host.iter().map(|v| v.to_f32().abs()).fold(0.0f32, f32::max);
-                    let scale = quant::scale_from_amax(amax, Minifloat::E4m3.max(), false);
-                    if f32_scales[0] != scale {
-                        return fail(format!("scale {}, want {scale}", f32_scales[0]));
-                    }
+                Kernel::PerTensor => {
+                    let scale = quant::scale_from_amax(tensor_amax, e4m3.max(), false);
+                    (
+                        format!("{} {:#x}", f32_scales[0], codes[i]),
+                        format!("{scale} {:#x}", quant::quantize(e4m3, x(i), scale)),
+                    )
                 }
-                _ => {}
+                Kernel::Mxfp8Encode => {
+                    let byte = quant::mx_scale_byte(amax(i / 32 * 32..i / 32 * 32 + 32));
+                    (
+                        format!("{} {:#x}", byte_scales[i / 32], codes[i]),
+                        format!("{byte} {:#x}", quant::mx_encode(x(i), byte)),
+                    )
+                }
+                Kernel::Mxfp8Decode => {
+                    let want = bf16::from_f32(quant::mx_decode(codes[i], byte_scales[i / 32]));
+                    (format!("{}", decoded[i]), format!("{want}"))
+                }
+                Kernel::Nvfp4Encode => {
+                    let global = quant::nvfp4_global_scale(tensor_amax);
+                    let byte = quant::nvfp4_block_scale(amax(i / 16 * 16..i / 16 * 16 + 16), global, false);
+                    let code = quant::nvfp4_encode(x(i), quant::nvfp4_scale(byte, global));
+                    (
+                        format!("{} {} {nibble:#x}", f32_scales[0], byte_scales[i / 16]),
+                        format!("{global} {byte} {code:#x}"),
+                    )
+                }
+                Kernel::Nvfp4Decode => {
+                    let scale = quant::nvfp4_scale(byte_scales[i / 16], f32_scales[0]);
+                    let want = bf16::from_f32(quant::nvfp4_decode(nibble, scale));
+                    (format!("{}", decoded[i]), format!("{want}"))
+                }
+            };
+            if got != want {
+                return fail(format!("element ({row}, {col}): got {got}, want {want}"));
             }
         }
         Ok(SAMPLES as usize)

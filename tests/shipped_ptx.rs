@@ -56,8 +56,11 @@ fn embedded_cubin_is_the_shipped_one_and_matches_the_ptx() {
 #[test]
 fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
     let mut checked = 0;
-    // The skinny decode GEMMs run on the CUDA cores: no wgmma to check.
-    for (name, body) in entries(Arch::Sm90a, "_sm90").filter(|(name, _)| !name.starts_with("gemm_skinny_")) {
+    // The decode and gather GEMMs (CUDA cores, warp-level mma.sync) issue no wgmma.
+    let wgmma_free = ["gemm_skinny_", "gemm_decode_", "gemm_gather_"];
+    for (name, body) in
+        entries(Arch::Sm90a, "_sm90").filter(|(name, _)| !wgmma_free.iter().any(|p| name.starts_with(p)))
+    {
         for instruction in [
             "wgmma.fence.sync.aligned;",
             "wgmma.commit_group.sync.aligned;",
