@@ -85,6 +85,10 @@ pub struct GemmProblem {
     /// Tensor cores or the CUDA-core decode path (a performance choice; results agree within
     /// f32 accumulation-order rounding).
     pub cores: Cores,
+    /// Warps per block of the `mma.sync` decode and gather kernels, which split K between them:
+    /// 0 for warpforge's choice, or 4, 8 or 16 (others are refused). A performance choice;
+    /// results agree within f32 accumulation-order rounding.
+    pub decode_warps: usize,
 }
 
 impl GemmProblem {
@@ -109,6 +113,7 @@ impl GemmProblem {
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
             cores: Cores::Auto,
+            decode_warps: 0,
         }
     }
 
@@ -152,6 +157,9 @@ impl GemmProblem {
         let p = self;
         check_shape(p)?;
         check(p.alpha.is_finite() && p.beta.is_finite(), || "alpha and beta must be finite".into())?;
+        check(matches!(p.decode_warps, 0 | 4 | 8 | 16), || {
+            format!("decode_warps must be 0 (warpforge's choice), 4, 8 or 16, not {}", p.decode_warps)
+        })?;
         let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
         let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
         let b_inner = if p.b_layout == Layout::RowMajor { p.n } else { p.k };

@@ -176,3 +176,14 @@ proptest! {
         check_quant(scheme, rows, cols / 128 * 128)?;
     }
 }
+
+/// `decode_warps` takes warpforge's choice (0) or a block size the decode kernels are built for.
+#[test]
+fn decode_warps_outside_the_kernels_block_sizes_are_refused() {
+    for warps in [0, 4, 8, 16] {
+        assert!(GemmProblem { decode_warps: warps, ..GemmProblem::new(4, 64, 64) }.check().is_ok(), "{warps}");
+    }
+    for warps in [1, 2, 3, 5, 12, 32, usize::MAX] {
+        assert!(GemmProblem { decode_warps: warps, ..GemmProblem::new(4, 64, 64) }.check().is_err(), "{warps}");
+    }
+}

@@ -31,17 +31,27 @@ pub const SKINNY_MAX_ROWS: usize = 8;
 /// Most rows the `mma.sync` decode kernel takes (one block's rows of A: the kernel's
 /// `DECODE_BLOCK_M`).
 pub const DECODE_MAX_ROWS: usize = 32;
-/// Threads per block of every kernel here (eight warps).
+/// Threads per block of the CUDA-core kernel (eight warps).
 const THREADS: u32 = 256;
+/// Warps per block of the `mma.sync` kernels when [`GemmProblem::decode_warps`] leaves it to
+/// warpforge.
+const AUTO_DECODE_WARPS: u32 = 8;
 /// Columns of D per warp of the CUDA-core kernel (its `COLS_PER_WARP`).
 const COLS_PER_WARP: u64 = 2;
-/// Rows × columns of D per block of the `mma.sync` kernels.
+/// Rows × columns of D per warp group of the `mma.sync` kernels (a block holds one or more
+/// groups side by side along N).
 const MMA_BLOCK: (u64, u64) = (32, 16);
+/// Fewest 32-element K chunks per warp before K is split over another warp.
+const MIN_CHUNKS_PER_WARP: u64 = 8;
 /// [`Cores::Auto`] gathers problems of at most this many flops (2·M·N·K·batch) whose operands
 /// the wgmma path would have to repack (a layout, pitch or K that TMA cannot read in place)...
 const GATHER_MAX_FLOPS_REPACKED: u128 = 1 << 28;
 /// ... and of at most this many when it would read them in place.
 const GATHER_MAX_FLOPS: u128 = 1 << 24;
+/// [`Cores::Auto`] gathers at most this many elements of D...
+const GATHER_MAX_OUTPUTS: u128 = 1 << 18;
+/// ... over a K of at most this.
+const GATHER_MAX_K: usize = 1536;
 
 /// Which kernels a GEMM runs on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,17 +98,37 @@ fn reads_in_place(p: &GemmProblem, e: &GemmExtents) -> bool {
     a && b
 }
 
-/// Blocks of an `mma.sync` kernel's grid for `p`.
-fn mma_blocks(p: &GemmProblem) -> u128 {
-    let (rows, cols) = MMA_BLOCK;
-    (p.m as u128).div_ceil(rows as u128) * (p.n as u128).div_ceil(cols as u128) * p.batch as u128
+/// An `mma.sync` launch's shape: warps per block, warps splitting each 16-row group's K, and
+/// blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MmaShape {
+    pub(crate) warps: u32,
+    pub(crate) k_split: u32,
+    pub(crate) blocks: u128,
 }
 
-/// Whether [`Cores::Auto`] gathers `p`.
+/// The launch shape for `p`: the block's warps (`decode_warps`, else [`AUTO_DECODE_WARPS`]);
+/// K split over as many of them (a power of two) as leaves each warp at least
+/// [`MIN_CHUNKS_PER_WARP`] 32-element chunks, the rest taking further 16-row groups of B
+/// (short K: more rows per block, no idle warps); one block per 32 rows of A and per
+/// `16 · warps / k_split` rows of B, per batch.
+pub(crate) fn mma_shape(p: &GemmProblem) -> MmaShape {
+    let warps = if p.decode_warps == 0 { AUTO_DECODE_WARPS } else { p.decode_warps as u32 };
+    let chunks = (p.k as u64).div_ceil(32);
+    let wanted = (chunks / MIN_CHUNKS_PER_WARP).max(1);
+    let k_split = (1u32 << (63 - wanted.leading_zeros())).min(warps);
+    let (rows, cols) = (MMA_BLOCK.0 as u128, MMA_BLOCK.1 as u128 * (warps / k_split) as u128);
+    let blocks = (p.m as u128).div_ceil(rows) * (p.n as u128).div_ceil(cols) * p.batch as u128;
+    MmaShape { warps, k_split, blocks }
+}
+
+/// Whether [`Cores::Auto`] gathers `p`: few flops, a short K and a small output (the gather
+/// kernel reads element by element; on the sweep it lost above 2^18 outputs or K ≈ 1500).
 fn gathers(p: &GemmProblem, e: &GemmExtents) -> bool {
-    let flops = 2 * p.m as u128 * p.n as u128 * p.k as u128 * p.batch as u128;
+    let outputs = p.m as u128 * p.n as u128 * p.batch as u128;
+    let flops = 2 * outputs * p.k as u128;
     let limit = if reads_in_place(p, e) { GATHER_MAX_FLOPS } else { GATHER_MAX_FLOPS_REPACKED };
-    flops <= limit
+    flops <= limit && outputs <= GATHER_MAX_OUTPUTS && p.k <= GATHER_MAX_K
 }
 
 /// The kernel `p` runs on when not the wgmma path: forced by [`Cores`] (a typed error when it
@@ -111,14 +141,14 @@ pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>>
              strides multiples of 8: {p:?}"
         )))
     };
-    let grid_fits = mma_blocks(p) <= i32::MAX as u128;
+    let grid_fits = mma_shape(p).blocks <= i32::MAX as u128;
     match p.cores {
         Cores::Tensor => Ok(None),
         Cores::Decode if fits(p, e, DECODE_MAX_ROWS) => Ok(Some(GemmPath::Decode)),
         Cores::Decode => refuse("Cores::Decode", DECODE_MAX_ROWS),
         Cores::Gather if grid_fits => Ok(Some(GemmPath::Gather)),
         Cores::Gather => {
-            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_blocks(p))))
+            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_shape(p).blocks)))
         }
         Cores::Cuda if fits(p, e, SKINNY_MAX_ROWS) => Ok(Some(GemmPath::Skinny)),
         Cores::Cuda => refuse("Cores::Cuda", SKINNY_MAX_ROWS),
@@ -198,13 +228,15 @@ impl DecodeEntry {
 }
 
 impl Warpforge {
-    /// Blocks launched for `p` on `entry`: for `mma.sync`, one block per 32 × 16 of D per batch
-    /// (`path` checked that it fits); on the CUDA cores, one warp per pair of columns per
+    /// Blocks launched for `p` on `entry`: for `mma.sync`, [`mma_shape`]'s (`path` checked
+    /// that they fit); on the CUDA cores, one warp per pair of columns per
     /// batch, capped at the blocks the device holds at once (the warps then loop).
     pub(crate) fn decode_grid(&self, entry: DecodeEntry, p: &GemmProblem) -> Result<u32> {
         match entry {
-            DecodeEntry::Mma(_) => u32::try_from(mma_blocks(p))
-                .map_err(|_| Error::InvalidArgument(format!("a grid of {} blocks: {p:?}", mma_blocks(p)))),
+            DecodeEntry::Mma(_) => {
+                let blocks = mma_shape(p).blocks;
+                u32::try_from(blocks).map_err(|_| Error::InvalidArgument(format!("a grid of {blocks} blocks: {p:?}")))
+            }
             DecodeEntry::Skinny(entry) => {
                 let warps = (p.n as u64).div_ceil(COLS_PER_WARP) * p.batch as u64;
                 let blocks = warps.div_ceil((THREADS / 32) as u64).max(1);
@@ -252,7 +284,9 @@ impl Warpforge {
             workspace: 0,
             flags: 0,
         };
-        let config = LaunchConfig::linear(grid, THREADS);
+        let shape = mma_shape(p);
+        let threads = if matches!(entry, DecodeEntry::Skinny(_)) { THREADS } else { 32 * shape.warps };
+        let config = LaunchConfig::linear(grid, threads);
         let guards = [a_access, b_access, d_access];
         // Both launches' contract: the caller checked A, B, C, D and bias against the problem's
         // extents (`e`, for `p`'s layouts, pitches and strides); M, N, K ≥ 1 (`GemmProblem::check`
@@ -293,11 +327,36 @@ impl Warpforge {
                     stride_b: e.strides[1] as u64,
                     k: p.k as u32,
                     batch: p.batch as u32,
+                    k_split: shape.k_split,
+                    reserved: 0,
                 };
                 // SAFETY: above (the mma.sync kernels' contract).
                 unsafe { self.entry(entry)?.launch(stream, &config, (params, operands), guards)? };
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MmaShape, mma_shape};
+    use crate::GemmProblem;
+
+    #[test]
+    fn k_splits_over_warps_only_where_each_keeps_eight_chunks() {
+        let shape = |m, n, k, warps| mma_shape(&GemmProblem { decode_warps: warps, ..GemmProblem::new(m, n, k) });
+        // Long K: every warp of the block on one 16-row group.
+        assert_eq!(shape(1, 4096, 4096, 0), MmaShape { warps: 8, k_split: 8, blocks: 256 });
+        assert_eq!(shape(1, 4096, 8192, 16), MmaShape { warps: 16, k_split: 16, blocks: 256 });
+        // K of 16 chunks: two warps per group, four groups (64 rows of B) per block.
+        assert_eq!(shape(8, 4096, 512, 0), MmaShape { warps: 8, k_split: 2, blocks: 64 });
+        // K under eight chunks: one warp per group, 128 rows of B per block.
+        assert_eq!(shape(1, 65536, 64, 0), MmaShape { warps: 8, k_split: 1, blocks: 512 });
+        assert_eq!(shape(1, 1, 1, 4), MmaShape { warps: 4, k_split: 1, blocks: 1 });
+        // Rows of A past 32 take more blocks; batches multiply them (K of 32 chunks: four warps
+        // per group, two groups: 32 rows of B per block).
+        let batched = mma_shape(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) });
+        assert_eq!(batched, MmaShape { warps: 8, k_split: 4, blocks: 2 * 4 * 3 });
     }
 }
