@@ -115,7 +115,8 @@ pub(crate) unsafe fn amax_lanes<const LANES: u32>(a: f32) -> f32 {
 /// Walks `n_vec` 8-element vectors of `x` by warps: each step a warp takes 32 consecutive
 /// vectors (lane `l` the `l`-th), so an aligned run of `2^j` lanes holds `8 · 2^j` consecutive
 /// elements. Calls `f(vector, in_range, values)` on every lane of every step (warp-uniform
-/// control flow, so `f` may use warp collectives); lanes past the end see zeros.
+/// control flow, so `f` may use warp collectives); lanes past the end see zeros. Two steps'
+/// loads are issued before either is processed, so each lane keeps 32 bytes in flight.
 ///
 /// # Safety
 /// `x` is 16-byte aligned and holds `8 · n_vec` elements not written during the launch; the
@@ -125,17 +126,23 @@ pub(crate) unsafe fn for_each_vector<T: Input16>(n_vec: u64, x: *const T, mut f:
     let lane = lane_id() as u64;
     let mut base = global_x() as u64 - lane;
     let stride = grid_stride_x() as u64;
-    while base < n_vec {
-        let v = base + lane;
-        let in_range = v < n_vec;
-        let values = if in_range {
+    let load = |v: u64| {
+        if v < n_vec {
             // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
             T::widen(unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add((v * VEC) as usize)) })
         } else {
             Regs8::splat(0.0)
-        };
-        f(v, in_range, values);
-        base += stride;
+        }
+    };
+    while base < n_vec {
+        let (v0, v1) = (base + lane, base + stride + lane);
+        let (x0, x1) = (load(v0), load(v1));
+        f(v0, v0 < n_vec, x0);
+        // Warp-uniform: `base` is the same on every lane of the warp.
+        if base + stride < n_vec {
+            f(v1, v1 < n_vec, x1);
+        }
+        base += 2 * stride;
     }
 }
 

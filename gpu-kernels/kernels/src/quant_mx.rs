@@ -97,14 +97,21 @@ pub unsafe fn mxfp8_encode_f16(n: u64, x: *const F16, out: *mut u8, scales: *mut
     unsafe { mxfp8_encode(n, x, out, scales) }
 }
 
-/// Calls `f(vector index)` for every 8-element vector `< n_vec` of this thread's grid-stride
-/// share.
+/// For every 8-element vector index `< n_vec` of this thread's grid-stride share: `load(i)`,
+/// then `store(i, loaded)`, two indices per step with both loads issued before either store
+/// (a store through `out` could alias the next load as far as the compiler knows).
 #[inline(always)]
-fn for_each_index(n_vec: u64, mut f: impl FnMut(u64)) {
+fn for_each_index<L>(n_vec: u64, load: impl Fn(u64) -> L, mut store: impl FnMut(u64, L)) {
     let mut i = global_x() as u64;
-    while i < n_vec {
-        f(i);
-        i += grid_stride_x() as u64;
+    let stride = grid_stride_x() as u64;
+    while i + stride < n_vec {
+        let (a, b) = (load(i), load(i + stride));
+        store(i, a);
+        store(i + stride, b);
+        i += 2 * stride;
+    }
+    if i < n_vec {
+        store(i, load(i));
     }
 }
 
@@ -115,15 +122,19 @@ fn for_each_index(n_vec: u64, mut f: impl FnMut(u64)) {
 /// read-only; `out` (16-byte aligned) `n` elements, disjoint from both.
 #[inline(always)]
 unsafe fn mxfp8_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, out: *mut O) {
-    for_each_index(n / VEC, |i| {
-        // SAFETY: i < n / 8: eight code bytes, their block's scale byte and eight outputs.
+    let load = |i: u64| {
+        // SAFETY: i < n / 8: eight code bytes and their block's scale byte.
         unsafe {
             let bytes = codes.add((i * VEC) as usize).cast::<u64>().read();
-            let scale = q::mx_scale(scales.add((i / MX_LANES as u64) as usize).read());
-            let (lo, hi) = (E4m3::unpack4(bytes as u32), E4m3::unpack4((bytes >> 32) as u32));
-            let v = Regs8(lo.0, lo.1, lo.2, lo.3, hi.0, hi.1, hi.2, hi.3).map(|e| scale * e);
-            O::store8(out.add((i * VEC) as usize), v);
+            (bytes, scales.add((i / MX_LANES as u64) as usize).read())
         }
+    };
+    for_each_index(n / VEC, load, |i, (bytes, scale_byte)| {
+        let scale = q::mx_scale(scale_byte);
+        let (lo, hi) = (E4m3::unpack4(bytes as u32), E4m3::unpack4((bytes >> 32) as u32));
+        let v = Regs8(lo.0, lo.1, lo.2, lo.3, hi.0, hi.1, hi.2, hi.3).map(|e| scale * e);
+        // SAFETY: i < n / 8: eight outputs.
+        unsafe { O::store8(out.add((i * VEC) as usize), v) };
     })
 }
 
@@ -235,14 +246,18 @@ pub unsafe fn nvfp4_encode_f16(
 unsafe fn nvfp4_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, global: *const f32, out: *mut O) {
     // SAFETY: one readable f32.
     let global = unsafe { global.read() };
-    for_each_index(n / VEC, |i| {
-        // SAFETY: i < n / 8: four code bytes, their block's scale byte and eight outputs.
+    let load = |i: u64| {
+        // SAFETY: i < n / 8: four code bytes and their block's scale byte.
         unsafe {
             let word = codes.add((i * VEC / 2) as usize).cast::<u32>().read();
-            let scale = q::nvfp4_scale(scales.add((i / NVFP4_LANES as u64) as usize).read(), global);
-            let v = Regs8::from_fn(|j| q::nvfp4_decode((word >> (4 * j)) as u8, scale));
-            O::store8(out.add((i * VEC) as usize), v);
+            (word, scales.add((i / NVFP4_LANES as u64) as usize).read())
         }
+    };
+    for_each_index(n / VEC, load, |i, (word, scale_byte)| {
+        let scale = q::nvfp4_scale(scale_byte, global);
+        let v = Regs8::from_fn(|j| q::nvfp4_decode((word >> (4 * j)) as u8, scale));
+        // SAFETY: i < n / 8: eight outputs.
+        unsafe { O::store8(out.add((i * VEC) as usize), v) };
     })
 }
 
