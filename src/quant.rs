@@ -302,7 +302,7 @@ impl Warpforge {
     }
 
     /// Per-tensor FP8 quantisation of `x` (any length ≥ 1): a device-side amax (finite
-    /// magnitudes), then `codes[i] = format(x[i] / scale)` with `scale = amax / max(format)`
+    /// magnitudes), then `codes[i] = format(x[i] · (1 / scale))` with `scale = amax / max(format)`
     /// (1 when the amax is 0), written to `scale[0]`. No host round-trip between the passes.
     pub fn quantize_per_tensor<T: QuantInput>(
         &self,

@@ -174,7 +174,7 @@ unsafe fn quant_group<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
             let amax = amax_lanes::<GROUP_LANES>(amax8(&values));
             let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
             if in_range {
-                store8(out, v, pack8::<E4m3>(&values.map(|e| e / scale)));
+                store8(out, v, pack8::<E4m3>(&values.map(|e| e * (1.0 / scale))));
                 if v % GROUP_LANES as u64 == 0 {
                     let g = v / GROUP_LANES as u64;
                     let (row, group) = (g / groups_per_row, g % groups_per_row);
@@ -268,7 +268,7 @@ unsafe fn quant_block<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
         // SAFETY: the contract above; each element offset is this thread's own 8 bytes.
         unsafe {
             for_block_vectors(rows, cols, row0, col0, x, |at, v| {
-                store8(out, at / VEC, pack8::<E4m3>(&v.map(|e| e / scale)))
+                store8(out, at / VEC, pack8::<E4m3>(&v.map(|e| e * (1.0 / scale))))
             })
         };
         if thread_rank() == 0 {

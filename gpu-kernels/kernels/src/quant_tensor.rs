@@ -68,7 +68,7 @@ pub unsafe fn amax_f16(n: u64, x: *const F16, amax: *mut u32) {
     unsafe { amax_of(n, x, amax) }
 }
 
-/// `out[i] = F(x[i] / scale)` with `scale = scale_from_amax(*amax, F::MAX)`, written to
+/// `out[i] = F(x[i] · (1 / scale))` with `scale = scale_from_amax(*amax, F::MAX)`, written to
 /// `*scale_out` by thread 0.
 ///
 /// # Safety
@@ -88,7 +88,7 @@ unsafe fn quant_tensor<T: Input16, F: Fp8>(n: u64, x: *const T, amax: *const u32
         // SAFETY: i < n / 8: the vector lies inside x (16-byte aligned) and its bytes in out.
         unsafe {
             let v = T::widen(global::load::<T::Vector, ReadOnlyNoL1>(x.add((i * VEC) as usize)));
-            store8(out, i, pack8::<F>(&v.map(|e| e / scale)));
+            store8(out, i, pack8::<F>(&v.map(|e| e * (1.0 / scale))));
         }
         i += grid_stride_x() as u64;
     }
@@ -96,7 +96,7 @@ unsafe fn quant_tensor<T: Input16, F: Fp8>(n: u64, x: *const T, amax: *const u32
     if tail < n {
         // SAFETY: tail < n, one element in and one byte out.
         unsafe {
-            let v = (*x.add(tail as usize)).widen_one() / scale;
+            let v = (*x.add(tail as usize)).widen_one() * (1.0 / scale);
             out.add(tail as usize).write(F::pack4(Regs4(v, 0.0, 0.0, 0.0)) as u8);
         }
     }

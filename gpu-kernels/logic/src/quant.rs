@@ -186,10 +186,12 @@ pub fn scale_from_amax(amax: f32, qmax: f32, pow2: bool) -> f32 {
     if pow2 { pow2_ceil(s) } else { s }
 }
 
-/// `x` quantised with `scale` to `format`: `encode(x / scale)`.
+/// `x` quantised with `scale` to `format`: `encode(x · (1 / scale))`, the reciprocal rounded
+/// once (a kernel divides once per group, not per element; the product can differ from
+/// `x / scale` by one f32 ulp before the format's far coarser rounding).
 #[inline(always)]
 pub fn quantize(format: Minifloat, x: f32, scale: f32) -> u8 {
-    format.encode(x / scale)
+    format.encode(x * (1.0 / scale))
 }
 
 /// Rows of the MN-major per-token scale matrix: `round_up(m, 4)`; `None` on overflow.
@@ -282,11 +284,11 @@ pub fn nvfp4_scale(scale_byte: u8, global: f32) -> f32 {
 }
 
 /// An NVFP4 element's code (low nibble) given its block's effective scale
-/// ([`nvfp4_scale`]): `e2m1(x / scale)`, or +0 when the scale is 0 (a block far below the
-/// tensor's amax) or NaN (the NaN block).
+/// ([`nvfp4_scale`]): `e2m1(x · (1 / scale))` (as [`quantize`]), or +0 when the scale is 0 (a
+/// block far below the tensor's amax) or NaN (the NaN block).
 #[inline(always)]
 pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
-    if scale > 0.0 { e2m1_encode(x / scale) } else { 0 }
+    if scale > 0.0 { e2m1_encode(x * (1.0 / scale)) } else { 0 }
 }
 
 /// [`Minifloat::E2m1`]`.encode(x)` as seven compares against the midpoints between the eight
