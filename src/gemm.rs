@@ -85,10 +85,11 @@ pub struct GemmProblem {
     /// Tensor cores or the CUDA-core decode path (a performance choice; results agree within
     /// f32 accumulation-order rounding).
     pub cores: Cores,
-    /// Warps per block of the `mma.sync` decode and gather kernels, which split K between them:
-    /// 0 for warpforge's choice, or 4, 8 or 16 (others are refused). A performance choice;
-    /// results agree within f32 accumulation-order rounding.
-    pub decode_warps: usize,
+    /// Warps of the `mma.sync` decode and gather kernels that split one group of 16 columns'
+    /// K between them (the block's other warps take further columns): 0 for warpforge's choice,
+    /// or 1, 2, 4 or 8 (others are refused). A performance choice; results agree within f32
+    /// accumulation-order rounding.
+    pub decode_k_split: usize,
 }
 
 impl GemmProblem {
@@ -113,7 +114,7 @@ impl GemmProblem {
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
             cores: Cores::Auto,
-            decode_warps: 0,
+            decode_k_split: 0,
         }
     }
 
@@ -157,8 +158,8 @@ impl GemmProblem {
         let p = self;
         check_shape(p)?;
         check(p.alpha.is_finite() && p.beta.is_finite(), || "alpha and beta must be finite".into())?;
-        check(matches!(p.decode_warps, 0 | 4 | 8 | 16), || {
-            format!("decode_warps must be 0 (warpforge's choice), 4, 8 or 16, not {}", p.decode_warps)
+        check(matches!(p.decode_k_split, 0 | 1 | 2 | 4 | 8), || {
+            format!("decode_k_split must be 0 (warpforge's choice), 1, 2, 4 or 8, not {}", p.decode_k_split)
         })?;
         let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
         let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
@@ -411,7 +412,7 @@ impl Warpforge {
             beta: p.beta,
             activation: p.activation,
         };
-        if let Some(path) = decode::path(p, &e)? {
+        if let Some(path) = decode::path(p, &e, self.sm_count())? {
             let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);
             if self.launch_decode(stream, p, &e, entry, a, b, &math, d)? {
                 return Ok(());
@@ -585,7 +586,7 @@ impl Warpforge {
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
         let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
-        let Some(path) = decode::path(problem, &extents)? else {
+        let Some(path) = decode::path(problem, &extents, self.sm_count())? else {
             return Ok(plan);
         };
         let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);

@@ -177,13 +177,13 @@ proptest! {
     }
 }
 
-/// `decode_warps` takes warpforge's choice (0) or a block size the decode kernels are built for.
+/// `decode_k_split` takes warpforge's choice (0) or a split the decode kernels are built for.
 #[test]
-fn decode_warps_outside_the_kernels_block_sizes_are_refused() {
-    for warps in [0, 4, 8, 16] {
-        assert!(GemmProblem { decode_warps: warps, ..GemmProblem::new(4, 64, 64) }.check().is_ok(), "{warps}");
+fn decode_k_split_outside_the_kernels_splits_is_refused() {
+    for warps in [0, 1, 2, 4, 8] {
+        assert!(GemmProblem { decode_k_split: warps, ..GemmProblem::new(4, 64, 64) }.check().is_ok(), "{warps}");
     }
-    for warps in [1, 2, 3, 5, 12, 32, usize::MAX] {
-        assert!(GemmProblem { decode_warps: warps, ..GemmProblem::new(4, 64, 64) }.check().is_err(), "{warps}");
+    for warps in [3, 5, 6, 12, 16, usize::MAX] {
+        assert!(GemmProblem { decode_k_split: warps, ..GemmProblem::new(4, 64, 64) }.check().is_err(), "{warps}");
     }
 }

@@ -33,16 +33,17 @@ pub const SKINNY_MAX_ROWS: usize = 8;
 pub const DECODE_MAX_ROWS: usize = 32;
 /// Threads per block of the CUDA-core kernel (eight warps).
 const THREADS: u32 = 256;
-/// Warps per block of the `mma.sync` kernels when [`GemmProblem::decode_warps`] leaves it to
-/// warpforge.
-const AUTO_DECODE_WARPS: u32 = 8;
+/// Warps per block of the `mma.sync` kernels (their `WARPS`).
+const MMA_WARPS: u32 = 8;
+/// Warps per SM the default K split aims to fill (three blocks of eight: what the decode
+/// kernel's registers allow).
+const RESIDENT_WARPS_PER_SM: u128 = 24;
 /// Columns of D per warp of the CUDA-core kernel (its `COLS_PER_WARP`).
 const COLS_PER_WARP: u64 = 2;
 /// Rows × columns of D per warp group of the `mma.sync` kernels (a block holds one or more
 /// groups side by side along N).
 const MMA_BLOCK: (u64, u64) = (32, 16);
-/// Fewest 32-element K chunks per warp before K is split over another warp.
-const MIN_CHUNKS_PER_WARP: u64 = 8;
+
 /// [`Cores::Auto`] gathers problems of at most this many flops (2·M·N·K·batch) whose operands
 /// the wgmma path would have to repack (a layout, pitch or K that TMA cannot read in place)...
 const GATHER_MAX_FLOPS_REPACKED: u128 = 1 << 28;
@@ -107,19 +108,26 @@ pub(crate) struct MmaShape {
     pub(crate) blocks: u128,
 }
 
-/// The launch shape for `p`: the block's warps (`decode_warps`, else [`AUTO_DECODE_WARPS`]);
-/// K split over as many of them (a power of two) as leaves each warp at least
-/// [`MIN_CHUNKS_PER_WARP`] 32-element chunks, the rest taking further 16-row groups of B
-/// (short K: more rows per block, no idle warps); one block per 32 rows of A and per
-/// `16 · warps / k_split` rows of B, per batch.
-pub(crate) fn mma_shape(p: &GemmProblem) -> MmaShape {
-    let warps = if p.decode_warps == 0 { AUTO_DECODE_WARPS } else { p.decode_warps as u32 };
-    let chunks = (p.k as u64).div_ceil(32);
-    let wanted = (chunks / MIN_CHUNKS_PER_WARP).max(1);
-    let k_split = (1u32 << (63 - wanted.leading_zeros())).min(warps);
-    let (rows, cols) = (MMA_BLOCK.0 as u128, MMA_BLOCK.1 as u128 * (warps / k_split) as u128);
+/// The launch shape for `p` on a device of `sms` SMs: [`MMA_WARPS`] warps a block, K split
+/// over `decode_k_split` of them, or by default over as many (a power of two, at most
+/// [`MMA_WARPS`]) as it takes to give the GPU [`RESIDENT_WARPS_PER_SM`] warps per SM, but never
+/// more than K has 32-element chunks (the rest take further 16-row groups of B side by side:
+/// many columns or a short K put every warp on its own rows; few columns and a long K split it);
+/// one block per 32 rows of A and per `16 · 8 / k_split` rows of B, per batch.
+pub(crate) fn mma_shape(p: &GemmProblem, sms: u32) -> MmaShape {
+    let pow2_floor = |v: u128| 1u128 << (127 - v.max(1).leading_zeros());
+    let groups =
+        (p.m as u128).div_ceil(MMA_BLOCK.0 as u128) * (p.n as u128).div_ceil(MMA_BLOCK.1 as u128) * p.batch as u128;
+    let k_split = if p.decode_k_split != 0 {
+        p.decode_k_split as u32
+    } else {
+        let fill = (sms as u128 * RESIDENT_WARPS_PER_SM).div_ceil(groups).next_power_of_two();
+        let by_k = pow2_floor((p.k as u128).div_ceil(32));
+        fill.min(by_k).min(MMA_WARPS as u128) as u32
+    };
+    let (rows, cols) = (MMA_BLOCK.0 as u128, MMA_BLOCK.1 as u128 * (MMA_WARPS / k_split) as u128);
     let blocks = (p.m as u128).div_ceil(rows) * (p.n as u128).div_ceil(cols) * p.batch as u128;
-    MmaShape { warps, k_split, blocks }
+    MmaShape { warps: MMA_WARPS, k_split, blocks }
 }
 
 /// Whether [`Cores::Auto`] gathers `p`: few flops, a short K and a small output (the gather
@@ -134,21 +142,21 @@ fn gathers(p: &GemmProblem, e: &GemmExtents) -> bool {
 /// The kernel `p` runs on when not the wgmma path: forced by [`Cores`] (a typed error when it
 /// does not fit), or [`Cores::Auto`]'s rules with no wgmma variant forced. A decode kernel
 /// whose buffers turn out misaligned at launch falls back (`Auto`) or is refused (forced).
-pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>> {
+pub(crate) fn path(p: &GemmProblem, e: &GemmExtents, sms: u32) -> Result<Option<GemmPath>> {
     let refuse = |kernel: &str, rows: usize| {
         Err(Error::InvalidArgument(format!(
             "{kernel} runs at most {rows} rows, A row-major, B column-major, K, pitches and batch \
              strides multiples of 8: {p:?}"
         )))
     };
-    let grid_fits = mma_shape(p).blocks <= i32::MAX as u128;
+    let grid_fits = mma_shape(p, sms).blocks <= i32::MAX as u128;
     match p.cores {
         Cores::Tensor => Ok(None),
         Cores::Decode if fits(p, e, DECODE_MAX_ROWS) => Ok(Some(GemmPath::Decode)),
         Cores::Decode => refuse("Cores::Decode", DECODE_MAX_ROWS),
         Cores::Gather if grid_fits => Ok(Some(GemmPath::Gather)),
         Cores::Gather => {
-            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_shape(p).blocks)))
+            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_shape(p, sms).blocks)))
         }
         Cores::Cuda if fits(p, e, SKINNY_MAX_ROWS) => Ok(Some(GemmPath::Skinny)),
         Cores::Cuda => refuse("Cores::Cuda", SKINNY_MAX_ROWS),
@@ -234,7 +242,7 @@ impl Warpforge {
     pub(crate) fn decode_grid(&self, entry: DecodeEntry, p: &GemmProblem) -> Result<u32> {
         match entry {
             DecodeEntry::Mma(_) => {
-                let blocks = mma_shape(p).blocks;
+                let blocks = mma_shape(p, self.sm_count()).blocks;
                 u32::try_from(blocks).map_err(|_| Error::InvalidArgument(format!("a grid of {blocks} blocks: {p:?}")))
             }
             DecodeEntry::Skinny(entry) => {
@@ -284,7 +292,7 @@ impl Warpforge {
             workspace: 0,
             flags: 0,
         };
-        let shape = mma_shape(p);
+        let shape = mma_shape(p, self.sm_count());
         let threads = if matches!(entry, DecodeEntry::Skinny(_)) { THREADS } else { 32 * shape.warps };
         let config = LaunchConfig::linear(grid, threads);
         let guards = [a_access, b_access, d_access];
@@ -343,20 +351,23 @@ mod tests {
     use super::{MmaShape, mma_shape};
     use crate::GemmProblem;
 
+    const H200_SMS: u32 = 132;
+
     #[test]
-    fn k_splits_over_warps_only_where_each_keeps_eight_chunks() {
-        let shape = |m, n, k, warps| mma_shape(&GemmProblem { decode_warps: warps, ..GemmProblem::new(m, n, k) });
-        // Long K: every warp of the block on one 16-row group.
-        assert_eq!(shape(1, 4096, 4096, 0), MmaShape { warps: 8, k_split: 8, blocks: 256 });
-        assert_eq!(shape(1, 4096, 8192, 16), MmaShape { warps: 16, k_split: 16, blocks: 256 });
-        // K of 16 chunks: two warps per group, four groups (64 rows of B) per block.
-        assert_eq!(shape(8, 4096, 512, 0), MmaShape { warps: 8, k_split: 2, blocks: 64 });
-        // K under eight chunks: one warp per group, 128 rows of B per block.
-        assert_eq!(shape(1, 65536, 64, 0), MmaShape { warps: 8, k_split: 1, blocks: 512 });
-        assert_eq!(shape(1, 1, 1, 4), MmaShape { warps: 4, k_split: 1, blocks: 1 });
-        // Rows of A past 32 take more blocks; batches multiply them (K of 32 chunks: four warps
-        // per group, two groups: 32 rows of B per block).
-        let batched = mma_shape(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) });
-        assert_eq!(batched, MmaShape { warps: 8, k_split: 4, blocks: 2 * 4 * 3 });
+    fn k_splits_until_the_gpu_is_full_but_not_past_k() {
+        let shape =
+            |m, n, k, split| mma_shape(&GemmProblem { decode_k_split: split, ..GemmProblem::new(m, n, k) }, H200_SMS);
+        // Few columns, long K: split over all eight warps (288 groups of 16 columns).
+        assert_eq!(shape(1, 4608, 3584, 0), MmaShape { warps: 8, k_split: 8, blocks: 288 });
+        // Many columns fill the GPU unsplit: eight groups a block (an LM head's 8016 groups).
+        assert_eq!(shape(1, 128_256, 8192, 0), MmaShape { warps: 8, k_split: 1, blocks: 1002 });
+        // Forced.
+        assert_eq!(shape(1, 128_256, 8192, 8), MmaShape { warps: 8, k_split: 8, blocks: 8016 });
+        // A short K caps the split at its chunks: K = 64 has two.
+        assert_eq!(shape(1, 64, 64, 0), MmaShape { warps: 8, k_split: 2, blocks: 1 });
+        assert_eq!(shape(1, 1, 1, 0), MmaShape { warps: 8, k_split: 1, blocks: 1 });
+        // Rows of A past 32 take more blocks; batches multiply them (K = 1000: 32 chunks).
+        let batched = mma_shape(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) }, H200_SMS);
+        assert_eq!(batched, MmaShape { warps: 8, k_split: 8, blocks: 2 * 7 * 3 });
     }
 }

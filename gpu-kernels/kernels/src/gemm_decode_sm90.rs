@@ -16,19 +16,19 @@
 //!
 //! Work split: a block owns 32 rows of A (of D) of one batch and `row_groups` groups of 16
 //! rows of B (columns of D) side by side; each group's K is split over `k_split` warps
-//! (`warps = row_groups · k_split`, both the host's choice: `DecodeOperands::k_split`, the
-//! block size; at most [`MAX_WARPS`]) in 32-element chunks, each warp keeping [`UNROLL`]
-//! chunks of weights in flight when reading vectors (one chunk at a time when gathering). The
-//! warps' partial tiles meet in shared memory, and the block's threads apply the GEMM
-//! epilogue (`gemm_epilogue::finish`) per element of D.
+//! ([`WARPS`] `= row_groups · k_split`; `k_split` is the host's choice,
+//! `DecodeOperands::k_split`) in 32-element chunks, each warp keeping [`UNROLL`] chunks of
+//! weights in flight when reading vectors (one chunk at a time when gathering). The warps'
+//! partial tiles meet in shared memory, and the block's threads apply the GEMM epilogue
+//! (`gemm_epilogue::finish`) per element of D.
 //!
 //! Rows of B past N and rows of A past M are read clamped to the last valid row: they feed
 //! only outputs that are never stored. K elements past K are zeroed in both operands, so the
 //! tail adds nothing even with a non-finite element in a clamped row. Every `mma.sync` runs
 //! under warp-uniform control flow.
 //!
-//! Contract (checked by the host): M, N, K ≥ 1; blocks of at most [`MAX_WARPS`] whole warps,
-//! a multiple of `k_split ≥ 1`; the grid `ceil(N / (16·row_groups))·ceil(M/32)·batch` blocks;
+//! Contract (checked by the host): M, N, K ≥ 1; blocks of [`WARPS`] warps, `k_split` a power
+//! of two ≤ [`WARPS`]; the grid `ceil(N / (16·row_groups))·ceil(M/32)·batch` blocks;
 //! the [`Vectors`] entries need K, the row steps and the batch strides multiples of 8
 //! elements, K steps of 1 and both bases 16-byte aligned.
 
@@ -41,7 +41,7 @@ use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::regs::{RegArray, Regs4};
 use warpforge_dsl::shared::StaticShared;
 use warpforge_dsl::sync::sync_threads;
-use warpforge_dsl::thread::{block_idx, block_size, lane_id, thread_rank};
+use warpforge_dsl::thread::{block_idx, lane_id, thread_rank};
 
 use crate::gemm_epilogue::finish;
 
@@ -49,8 +49,10 @@ use crate::gemm_epilogue::finish;
 pub const DECODE_BLOCK_M: u32 = 32;
 /// Rows of B (columns of D) per block: the instruction's 16-row side.
 pub const DECODE_BLOCK_N: u32 = 16;
-/// Most warps per block (the launch picks 4, 8 or 16: `block_size() / 32`), splitting K.
-pub const MAX_WARPS: u32 = 16;
+/// Warps per block. An exact block size lets ptxas keep every warp's [`UNROLL`] chunks of
+/// weight loads in flight (with a block of up to 512 threads it interleaved them with the
+/// MMAs to save registers, and the decode rows lost 20 %).
+pub const WARPS: u32 = 8;
 /// 32-element K chunks of weights each warp keeps in flight.
 pub const UNROLL: u64 = 4;
 /// Elements of K per chunk (4 threads × 8).
@@ -214,12 +216,12 @@ unsafe fn weights<I: DecodeInput, X: Access, const INSIDE: bool>(rows: &Rows<I>,
 /// The module doc's contract; `p` and `s` describe live buffers of `I` (A, B) and `O` (C, D).
 #[inline(always)]
 pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &DecodeOperands) {
-    // SAFETY: declared once, at the top; MAX_WARPS · PARTIALS f32.
-    let partials = unsafe { StaticShared::<{ (MAX_WARPS * PARTIALS * 4) as usize }, 16>::declare::<f32>() };
+    // SAFETY: declared once, at the top; WARPS · PARTIALS f32.
+    let partials = unsafe { StaticShared::<{ (WARPS * PARTIALS * 4) as usize }, 16>::declare::<f32>() };
     // The block's warps: `row_groups` groups of 16 rows of B side by side, each group's K split
     // over `k_split` warps (warp w: group w / k_split, K share w % k_split).
-    let warps = block_size() / 32;
-    // (At least 1 each even for a k_split the host never passes: no division by zero.)
+    let warps = WARPS;
+    // (Within 1..=WARPS even for a k_split the host never passes: no division by zero.)
     let k_split = s.k_split.clamp(1, warps);
     let row_groups = warps / k_split;
     let block_n = DECODE_BLOCK_N * row_groups;
@@ -302,7 +304,7 @@ pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &D
         let (group, slot) = (item / slots, item % slots);
         let mut v = 0.0f32;
         for w in group * k_split..(group + 1) * k_split {
-            // SAFETY: slot < PARTIALS, w < warps ≤ MAX_WARPS; written by warp w before the barrier.
+            // SAFETY: slot < PARTIALS, w < warps ≤ WARPS; written by warp w before the barrier.
             v += unsafe { all.add((w * PARTIALS + slot) as usize).read() };
         }
         let (j, reg, from_lane) = (slot / 128, slot / 32 % 4, slot % 32);
@@ -325,7 +327,7 @@ macro_rules! decode_entries {
         ///
         /// # Safety
         /// The module doc's contract.
-        #[kernel(max_threads = 512)]
+        #[kernel(threads = 256)]
         pub unsafe fn $name(p: GemmParams, s: DecodeOperands) {
             // SAFETY: forwarded (the host's contract).
             unsafe { decode::<$input, $output, $access>(&p, &s) }
