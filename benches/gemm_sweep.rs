@@ -23,8 +23,7 @@
 //! Run: `cargo bench --bench kernels -- gemm_sweep` (on a GPU machine: `.gpu/bench gemm_sweep`). Arguments:
 //! `list` (print the shapes and an estimate of the run time, then exit; needs no GPU), `quick`
 //! (about 30 rows across every regime), `filter=<substring>` (only groups containing it, e.g.
-//! `filter=Llama`, `filter=random`), `decode_k_split=<1|2|4|8>` (the decode and gather kernels'
-//! K split, forced on every row). Writes `gemm_sweep.csv` and `gemm_sweep.svg` to `$OUT` (or
+//! `filter=Llama`, `filter=random`). Writes `gemm_sweep.csv` and `gemm_sweep.svg` to `$OUT` (or
 //! the current directory). Exits non-zero, after writing both, when a row errors or our result
 //! fails its check (cuBLAS outside the tolerance is reported only).
 
@@ -149,10 +148,7 @@ impl<'a> Calls<'a> {
         let outputs =
             || (0..rotation.sets).map(|_| stream.alloc_zeros::<bf16>(m * n)).collect::<std::result::Result<_, _>>();
         let (d_ours, d_blas) = (outputs()?, outputs()?);
-        // `decode_k_split=<1|2|4|8>` forces the decode and gather kernels' K split on every row.
-        let decode_k_split =
-            std::env::args().find_map(|a| a.strip_prefix("decode_k_split=")?.parse().ok()).unwrap_or(0);
-        let problem = GemmProblem { decode_k_split, ..GemmProblem::new(m, n, k) };
+        let problem = GemmProblem::new(m, n, k);
         let config = linear_layer_config(m, n, k);
         Ok(Calls { wf, stream, blas, pool, shape, problem, config, rotation, d_ours, d_blas, issued: [0; 2] })
     }

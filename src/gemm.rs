@@ -85,11 +85,6 @@ pub struct GemmProblem {
     /// Tensor cores or the CUDA-core decode path (a performance choice; results agree within
     /// f32 accumulation-order rounding).
     pub cores: Cores,
-    /// Warps of the `mma.sync` decode and gather kernels that split one group of 16 columns'
-    /// K between them (the block's other warps take further columns): 0 for warpforge's choice,
-    /// or 1, 2, 4 or 8 (others are refused). A performance choice; results agree within f32
-    /// accumulation-order rounding.
-    pub decode_k_split: usize,
 }
 
 impl GemmProblem {
@@ -114,7 +109,6 @@ impl GemmProblem {
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
             cores: Cores::Auto,
-            decode_k_split: 0,
         }
     }
 
@@ -158,9 +152,6 @@ impl GemmProblem {
         let p = self;
         check_shape(p)?;
         check(p.alpha.is_finite() && p.beta.is_finite(), || "alpha and beta must be finite".into())?;
-        check(matches!(p.decode_k_split, 0 | 1 | 2 | 4 | 8), || {
-            format!("decode_k_split must be 0 (warpforge's choice), 1, 2, 4 or 8, not {}", p.decode_k_split)
-        })?;
         let (lda, ldb, ldc, ldd) = (p.lda(), p.ldb(), p.ldc(), p.ldd());
         let a_inner = if p.a_layout == Layout::RowMajor { p.k } else { p.m };
         let b_inner = if p.b_layout == Layout::RowMajor { p.n } else { p.k };
@@ -412,7 +403,7 @@ impl Warpforge {
             beta: p.beta,
             activation: p.activation,
         };
-        if let Some(path) = decode::path(p, &e, self.sm_count())? {
+        if let Some(path) = decode::path(p, &e)? {
             let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);
             if self.launch_decode(stream, p, &e, entry, a, b, &math, d)? {
                 return Ok(());
@@ -586,7 +577,7 @@ impl Warpforge {
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
         let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
-        let Some(path) = decode::path(problem, &extents, self.sm_count())? else {
+        let Some(path) = decode::path(problem, &extents)? else {
             return Ok(plan);
         };
         let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);

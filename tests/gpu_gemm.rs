@@ -67,7 +67,7 @@ prop_compose! {
         let (consumers, tile_width, clusters) = (Consumers::Auto, TileWidth::Auto, Clusters::Auto);
         Case {
             m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, c_in_place: false, with_bias,
-            activation, consumers, tile_width, clusters, cores: Cores::Auto, decode_k_split: 0, seed,
+            activation, consumers, tile_width, clusters, cores: Cores::Auto, seed,
         }
     }
 }
@@ -559,12 +559,6 @@ fn gemm_decode_rows_take_the_decode_paths_and_match_f64() {
             }
             assert_eq!(forced_plan.unwrap().path, path, "{cores:?}, {m}×{n}×{k}");
             run_case::<bf16, bf16>(&forced);
-            if cores == Cores::Decode {
-                // Every K split the kernel takes: 1, 2, 4 and 8 warps per 16 columns.
-                for decode_k_split in [1, 2, 4, 8] {
-                    run_case::<bf16, bf16>(&Case { decode_k_split, ..forced.clone() });
-                }
-            }
             run_case::<f16, f32>(&forced);
             run_case::<bf16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced.clone() });
         }
@@ -607,7 +601,6 @@ fn gemm_gather_any_layout_matches_f64() {
         run_case::<bf16, bf16>(&case);
         let forced = Case { cores: Cores::Gather, ..case.clone() };
         run_case::<f16, f32>(&forced);
-        run_case::<f16, f32>(&Case { decode_k_split: 1, ..forced.clone() });
         run_case::<bf16, f16>(&Case { c_in_place: true, ..forced.clone() });
         run_case::<f16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced });
     }

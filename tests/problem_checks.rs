@@ -176,14 +176,3 @@ proptest! {
         check_quant(scheme, rows, cols / 128 * 128)?;
     }
 }
-
-/// `decode_k_split` takes warpforge's choice (0) or a split the decode kernels are built for.
-#[test]
-fn decode_k_split_outside_the_kernels_splits_is_refused() {
-    for warps in [0, 1, 2, 4, 8] {
-        assert!(GemmProblem { decode_k_split: warps, ..GemmProblem::new(4, 64, 64) }.check().is_ok(), "{warps}");
-    }
-    for warps in [3, 5, 6, 12, 16, usize::MAX] {
-        assert!(GemmProblem { decode_k_split: warps, ..GemmProblem::new(4, 64, 64) }.check().is_err(), "{warps}");
-    }
-}

@@ -33,15 +33,11 @@ pub const SKINNY_MAX_ROWS: usize = 8;
 pub const DECODE_MAX_ROWS: usize = 32;
 /// Threads per block of the CUDA-core kernel (eight warps).
 const THREADS: u32 = 256;
-/// Warps per block of the `mma.sync` kernels (their `WARPS`).
-const MMA_WARPS: u32 = 8;
-/// Warps per SM the default K split aims to fill (three blocks of eight: what the decode
-/// kernel's registers allow).
-const RESIDENT_WARPS_PER_SM: u128 = 24;
+/// Threads per block of the `mma.sync` kernels (their eight `WARPS`, splitting K).
+const MMA_THREADS: u32 = 256;
 /// Columns of D per warp of the CUDA-core kernel (its `COLS_PER_WARP`).
 const COLS_PER_WARP: u64 = 2;
-/// Rows × columns of D per warp group of the `mma.sync` kernels (a block holds one or more
-/// groups side by side along N).
+/// Rows × columns of D per block of the `mma.sync` kernels.
 const MMA_BLOCK: (u64, u64) = (32, 16);
 
 /// [`Cores::Auto`] gathers problems of at most this many flops (2·M·N·K·batch) whose operands
@@ -99,35 +95,11 @@ fn reads_in_place(p: &GemmProblem, e: &GemmExtents) -> bool {
     a && b
 }
 
-/// An `mma.sync` launch's shape: warps per block, warps splitting each 16-row group's K, and
-/// blocks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct MmaShape {
-    pub(crate) warps: u32,
-    pub(crate) k_split: u32,
-    pub(crate) blocks: u128,
-}
-
-/// The launch shape for `p` on a device of `sms` SMs: [`MMA_WARPS`] warps a block, K split
-/// over `decode_k_split` of them, or by default over as many (a power of two, at most
-/// [`MMA_WARPS`]) as it takes to give the GPU [`RESIDENT_WARPS_PER_SM`] warps per SM, but never
-/// more than K has 32-element chunks (the rest take further 16-row groups of B side by side:
-/// many columns or a short K put every warp on its own rows; few columns and a long K split it);
-/// one block per 32 rows of A and per `16 · 8 / k_split` rows of B, per batch.
-pub(crate) fn mma_shape(p: &GemmProblem, sms: u32) -> MmaShape {
-    let pow2_floor = |v: u128| 1u128 << (127 - v.max(1).leading_zeros());
-    let groups =
-        (p.m as u128).div_ceil(MMA_BLOCK.0 as u128) * (p.n as u128).div_ceil(MMA_BLOCK.1 as u128) * p.batch as u128;
-    let k_split = if p.decode_k_split != 0 {
-        p.decode_k_split as u32
-    } else {
-        let fill = (sms as u128 * RESIDENT_WARPS_PER_SM).div_ceil(groups).next_power_of_two();
-        let by_k = pow2_floor((p.k as u128).div_ceil(32));
-        fill.min(by_k).min(MMA_WARPS as u128) as u32
-    };
-    let (rows, cols) = (MMA_BLOCK.0 as u128, MMA_BLOCK.1 as u128 * (MMA_WARPS / k_split) as u128);
-    let blocks = (p.m as u128).div_ceil(rows) * (p.n as u128).div_ceil(cols) * p.batch as u128;
-    MmaShape { warps: MMA_WARPS, k_split, blocks }
+/// Blocks of an `mma.sync` kernel's grid for `p`: one per 32 rows of A and 16 rows of B, per
+/// batch.
+fn mma_blocks(p: &GemmProblem) -> u128 {
+    let (rows, cols) = MMA_BLOCK;
+    (p.m as u128).div_ceil(rows as u128) * (p.n as u128).div_ceil(cols as u128) * p.batch as u128
 }
 
 /// Whether [`Cores::Auto`] gathers `p`: few flops, a short K and a small output (the gather
@@ -142,21 +114,21 @@ fn gathers(p: &GemmProblem, e: &GemmExtents) -> bool {
 /// The kernel `p` runs on when not the wgmma path: forced by [`Cores`] (a typed error when it
 /// does not fit), or [`Cores::Auto`]'s rules with no wgmma variant forced. A decode kernel
 /// whose buffers turn out misaligned at launch falls back (`Auto`) or is refused (forced).
-pub(crate) fn path(p: &GemmProblem, e: &GemmExtents, sms: u32) -> Result<Option<GemmPath>> {
+pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>> {
     let refuse = |kernel: &str, rows: usize| {
         Err(Error::InvalidArgument(format!(
             "{kernel} runs at most {rows} rows, A row-major, B column-major, K, pitches and batch \
              strides multiples of 8: {p:?}"
         )))
     };
-    let grid_fits = mma_shape(p, sms).blocks <= i32::MAX as u128;
+    let grid_fits = mma_blocks(p) <= i32::MAX as u128;
     match p.cores {
         Cores::Tensor => Ok(None),
         Cores::Decode if fits(p, e, DECODE_MAX_ROWS) => Ok(Some(GemmPath::Decode)),
         Cores::Decode => refuse("Cores::Decode", DECODE_MAX_ROWS),
         Cores::Gather if grid_fits => Ok(Some(GemmPath::Gather)),
         Cores::Gather => {
-            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_shape(p, sms).blocks)))
+            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_blocks(p))))
         }
         Cores::Cuda if fits(p, e, SKINNY_MAX_ROWS) => Ok(Some(GemmPath::Skinny)),
         Cores::Cuda => refuse("Cores::Cuda", SKINNY_MAX_ROWS),
@@ -236,13 +208,13 @@ impl DecodeEntry {
 }
 
 impl Warpforge {
-    /// Blocks launched for `p` on `entry`: for `mma.sync`, [`mma_shape`]'s (`path` checked
-    /// that they fit); on the CUDA cores, one warp per pair of columns per
+    /// Blocks launched for `p` on `entry`: for `mma.sync`, one per 32 × 16 of D per batch
+    /// (`path` checked that they fit); on the CUDA cores, one warp per pair of columns per
     /// batch, capped at the blocks the device holds at once (the warps then loop).
     pub(crate) fn decode_grid(&self, entry: DecodeEntry, p: &GemmProblem) -> Result<u32> {
         match entry {
             DecodeEntry::Mma(_) => {
-                let blocks = mma_shape(p, self.sm_count()).blocks;
+                let blocks = mma_blocks(p);
                 u32::try_from(blocks).map_err(|_| Error::InvalidArgument(format!("a grid of {blocks} blocks: {p:?}")))
             }
             DecodeEntry::Skinny(entry) => {
@@ -292,8 +264,7 @@ impl Warpforge {
             workspace: 0,
             flags: 0,
         };
-        let shape = mma_shape(p, self.sm_count());
-        let threads = if matches!(entry, DecodeEntry::Skinny(_)) { THREADS } else { 32 * shape.warps };
+        let threads = if matches!(entry, DecodeEntry::Skinny(_)) { THREADS } else { MMA_THREADS };
         let config = LaunchConfig::linear(grid, threads);
         let guards = [a_access, b_access, d_access];
         // Both launches' contract: the caller checked A, B, C, D and bias against the problem's
@@ -335,8 +306,6 @@ impl Warpforge {
                     stride_b: e.strides[1] as u64,
                     k: p.k as u32,
                     batch: p.batch as u32,
-                    k_split: shape.k_split,
-                    reserved: 0,
                 };
                 // SAFETY: above (the mma.sync kernels' contract).
                 unsafe { self.entry(entry)?.launch(stream, &config, (params, operands), guards)? };
@@ -348,26 +317,14 @@ impl Warpforge {
 
 #[cfg(test)]
 mod tests {
-    use super::{MmaShape, mma_shape};
+    use super::mma_blocks;
     use crate::GemmProblem;
 
-    const H200_SMS: u32 = 132;
-
     #[test]
-    fn k_splits_until_the_gpu_is_full_but_not_past_k() {
-        let shape =
-            |m, n, k, split| mma_shape(&GemmProblem { decode_k_split: split, ..GemmProblem::new(m, n, k) }, H200_SMS);
-        // Few columns, long K: split over all eight warps (288 groups of 16 columns).
-        assert_eq!(shape(1, 4608, 3584, 0), MmaShape { warps: 8, k_split: 8, blocks: 288 });
-        // Many columns fill the GPU unsplit: eight groups a block (an LM head's 8016 groups).
-        assert_eq!(shape(1, 128_256, 8192, 0), MmaShape { warps: 8, k_split: 1, blocks: 1002 });
-        // Forced.
-        assert_eq!(shape(1, 128_256, 8192, 8), MmaShape { warps: 8, k_split: 8, blocks: 8016 });
-        // A short K caps the split at its chunks: K = 64 has two.
-        assert_eq!(shape(1, 64, 64, 0), MmaShape { warps: 8, k_split: 2, blocks: 1 });
-        assert_eq!(shape(1, 1, 1, 0), MmaShape { warps: 8, k_split: 1, blocks: 1 });
-        // Rows of A past 32 take more blocks; batches multiply them (K = 1000: 32 chunks).
-        let batched = mma_shape(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) }, H200_SMS);
-        assert_eq!(batched, MmaShape { warps: 8, k_split: 8, blocks: 2 * 7 * 3 });
+    fn mma_grids_cover_d_in_32_by_16_blocks() {
+        assert_eq!(mma_blocks(&GemmProblem::new(1, 4096, 4096)), 256);
+        assert_eq!(mma_blocks(&GemmProblem::new(32, 17, 8)), 2);
+        assert_eq!(mma_blocks(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) }), 2 * 7 * 3);
+        assert_eq!(mma_blocks(&GemmProblem::new(1, 1, 1)), 1);
     }
 }

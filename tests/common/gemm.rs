@@ -53,8 +53,6 @@ pub struct Case {
     pub tile_width: TileWidth,
     pub clusters: Clusters,
     pub cores: Cores,
-    /// `GemmProblem::decode_k_split`.
-    pub decode_k_split: usize,
     pub seed: u64,
 }
 
@@ -80,7 +78,6 @@ impl Case {
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
             cores: Cores::Auto,
-            decode_k_split: 0,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
         }
     }
@@ -123,7 +120,6 @@ impl Geometry {
         problem.tile_width = case.tile_width;
         problem.clusters = case.clusters;
         problem.cores = case.cores;
-        problem.decode_k_split = case.decode_k_split;
         let (mut ld, mut stride, mut need, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];

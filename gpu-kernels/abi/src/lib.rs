@@ -409,11 +409,6 @@ pub struct DecodeOperands {
     pub k: u32,
     /// Batches.
     pub batch: u32,
-    /// Warps of a block that split one group of 16 rows of B's K between them (≥ 1, dividing
-    /// the block's warps; the others take further groups of rows side by side).
-    pub k_split: u32,
-    /// Padding to the struct's 8-byte alignment (zero).
-    pub reserved: u32,
 }
 
 /// Everything the GEMM kernels need besides the two operand tensor maps:

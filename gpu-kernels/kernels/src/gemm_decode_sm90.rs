@@ -14,23 +14,19 @@
 //!   layout, pitch, K or alignment — the small GEMM, whose cost is its launch, run without the
 //!   repack launches the wgmma path needs for such operands.
 //!
-//! Work split: a block owns 32 rows of A (of D) of one batch and `row_groups` groups of 16
-//! rows of B (columns of D) side by side; each group's K is split over `k_split` warps
-//! ([`WARPS`] `= row_groups · k_split`; `k_split` is the host's choice,
-//! `DecodeOperands::k_split`) in 32-element chunks, each warp keeping [`UNROLL`] chunks of
-//! weights in flight when reading vectors (one chunk at a time when gathering). The warps'
-//! partial tiles meet in shared memory, and the block's threads apply the GEMM epilogue
-//! (`gemm_epilogue::finish`) per element of D.
+//! Work split: a block owns 16 rows of B (columns of D) and 32 rows of A (of D) of one batch;
+//! its [`WARPS`] warps split K in 32-element chunks, each keeping [`UNROLL`] chunks of weights
+//! in flight when reading vectors (one chunk at a time when gathering). The warps' partial tiles meet in shared memory, and the block's threads apply
+//! the GEMM epilogue (`gemm_epilogue::finish`) per element of D.
 //!
 //! Rows of B past N and rows of A past M are read clamped to the last valid row: they feed
 //! only outputs that are never stored. K elements past K are zeroed in both operands, so the
 //! tail adds nothing even with a non-finite element in a clamped row. Every `mma.sync` runs
 //! under warp-uniform control flow.
 //!
-//! Contract (checked by the host): M, N, K ≥ 1; blocks of [`WARPS`] warps, `k_split` a power
-//! of two ≤ [`WARPS`]; the grid `ceil(N / (16·row_groups))·ceil(M/32)·batch` blocks;
-//! the [`Vectors`] entries need K, the row steps and the batch strides multiples of 8
-//! elements, K steps of 1 and both bases 16-byte aligned.
+//! Contract (checked by the host): M, N, K ≥ 1; the grid is `ceil(N/16)·ceil(M/32)·batch`
+//! blocks of [`WARPS`] warps; the [`Vectors`] entries need K, the row steps and the batch
+//! strides multiples of 8 elements, K steps of 1 and both bases 16-byte aligned.
 
 use warpforge_dsl::abi::{DecodeOperands, GemmParams};
 use warpforge_dsl::global::{self, Bf16x8, Cached, F16x8, LoadPolicy, ReadOnlyNoL1, Vector16, Words};
@@ -49,9 +45,7 @@ use crate::gemm_epilogue::finish;
 pub const DECODE_BLOCK_M: u32 = 32;
 /// Rows of B (columns of D) per block: the instruction's 16-row side.
 pub const DECODE_BLOCK_N: u32 = 16;
-/// Warps per block. An exact block size lets ptxas keep every warp's [`UNROLL`] chunks of
-/// weight loads in flight (with a block of up to 512 threads it interleaved them with the
-/// MMAs to save registers, and the decode rows lost 20 %).
+/// Warps per block, splitting K.
 pub const WARPS: u32 = 8;
 /// 32-element K chunks of weights each warp keeps in flight.
 pub const UNROLL: u64 = 4;
@@ -218,18 +212,11 @@ unsafe fn weights<I: DecodeInput, X: Access, const INSIDE: bool>(rows: &Rows<I>,
 pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &DecodeOperands) {
     // SAFETY: declared once, at the top; WARPS · PARTIALS f32.
     let partials = unsafe { StaticShared::<{ (WARPS * PARTIALS * 4) as usize }, 16>::declare::<f32>() };
-    // The block's warps: `row_groups` groups of 16 rows of B side by side, each group's K split
-    // over `k_split` warps (warp w: group w / k_split, K share w % k_split).
-    let warps = WARPS;
-    // (Within 1..=WARPS even for a k_split the host never passes: no division by zero.)
-    let k_split = s.k_split.clamp(1, warps);
-    let row_groups = warps / k_split;
-    let block_n = DECODE_BLOCK_N * row_groups;
-    let (groups_n, groups_m) = (p.n.div_ceil(block_n), p.m.div_ceil(DECODE_BLOCK_M));
+    let (groups_n, groups_m) = (p.n.div_ceil(DECODE_BLOCK_N), p.m.div_ceil(DECODE_BLOCK_M));
     let block = block_idx().x;
     let (z, group_m, group_n) = (block / (groups_n * groups_m), block / groups_n % groups_m, block % groups_n);
+    let (n0, m0) = (group_n * DECODE_BLOCK_N, group_m * DECODE_BLOCK_M);
     let (warp, lane) = (thread_rank() / 32, lane_id());
-    let (n0, m0) = (group_n * block_n + warp / k_split * DECODE_BLOCK_N, group_m * DECODE_BLOCK_M);
     let (g, t) = (lane / 4, lane % 4);
     let tiles = (p.m - m0).div_ceil(8).min(4);
     let a = (s.a as *const I).wrapping_add((z as u64 * s.stride_a) as usize);
@@ -246,10 +233,9 @@ pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &D
         k,
     };
 
-    // This warp's chunks: an even share of ceil(K / 32) among its group's k_split warps.
+    // This warp's chunks: an even share of ceil(K / 32).
     let chunks = k.div_ceil(CHUNK);
-    let share = (warp % k_split) as u64;
-    let (first, end) = (chunks * share / k_split as u64, chunks * (share + 1) / k_split as u64);
+    let (first, end) = (chunks * warp as u64 / WARPS as u64, chunks * (warp as u64 + 1) / WARPS as u64);
     let lane_k = 8 * t as u64;
     let mut acc = Regs4::splat(Acc16x8::ZERO);
     let mut c = first;
@@ -295,28 +281,25 @@ pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &D
     });
     // SAFETY: every thread of the block reaches this barrier (no early return above).
     unsafe { sync_threads() };
-    // Each thread folds the K-split partials of some (row group, slot) pairs and stores those
-    // elements of D.
+    // Each thread folds the warps' partials of some slots and stores those elements of D.
     let all = partials.as_mut_ptr();
-    let slots = tiles * 4 * 32;
-    let mut item = thread_rank();
-    while item < row_groups * slots {
-        let (group, slot) = (item / slots, item % slots);
+    let mut slot = thread_rank();
+    while slot < tiles * 4 * 32 {
         let mut v = 0.0f32;
-        for w in group * k_split..(group + 1) * k_split {
-            // SAFETY: slot < PARTIALS, w < warps ≤ WARPS; written by warp w before the barrier.
+        for w in 0..WARPS {
+            // SAFETY: slot < PARTIALS; written by warp w before the barrier.
             v += unsafe { all.add((w * PARTIALS + slot) as usize).read() };
         }
         let (j, reg, from_lane) = (slot / 128, slot / 32 % 4, slot % 32);
         let (row, col) = Acc16x8::coords(from_lane, reg);
-        let (n, m) = (group_n * block_n + group * DECODE_BLOCK_N + row, m0 + 8 * j + col);
+        let (n, m) = (n0 + row, m0 + 8 * j + col);
         if n < p.n && m < p.m {
             let at = z as u64 * p.stride_d + m as u64 * p.ldd + n as u64;
             // SAFETY: (z, m, n) is inside D; this thread alone writes it; C and bias as the
             // epilogue's contract (in place: the element is read as C, then written).
             unsafe { (p.d as *mut O).add(at as usize).write(O::from_f32(finish::<O>(p, v, z, m, n))) };
         }
-        item += warps * 32;
+        slot += WARPS * 32;
     }
 }
 

@@ -202,7 +202,7 @@ unsafe impl KernelParam for warpforge_abi::PackParams {}
 // SAFETY: #[repr(C)] struct of u64 pitches and device addresses and two u32 (56 bytes), as
 // above.
 unsafe impl KernelParam for warpforge_abi::SkinnyOperands {}
-// SAFETY: #[repr(C)] struct of u64 steps and device addresses and four u32 (80 bytes), as above.
+// SAFETY: #[repr(C)] struct of u64 steps and device addresses and two u32 (72 bytes), as above.
 unsafe impl KernelParam for warpforge_abi::DecodeOperands {}
 
 impl Kernel {
