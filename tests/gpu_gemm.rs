@@ -503,7 +503,7 @@ fn gemm_fixed_shapes_match_f64() {
 
 /// The decode kernels on every shape they take and refused with a typed error where they
 /// cannot run: the `mma.sync` kernel (`Cores::Decode`, and `Cores::Auto`'s choice wherever it
-/// fits) up to 32 rows — every count of its 8-row tiles, N not a multiple of its 16-row blocks,
+/// fits but for wide weights) up to 32 rows — every count of its 8-row tiles, N not a multiple of its 16-row blocks,
 /// K of one vector, K not a multiple of its 32-element chunks, long K split over its warps,
 /// batches, padded pitches — and the CUDA-core kernel (`Cores::Cuda`) up to 8 rows. The plan
 /// each call takes is asserted; every call matches float64 over three output types and the
@@ -530,9 +530,11 @@ fn gemm_decode_rows_take_the_decode_paths_and_match_f64() {
         (24, 2048, 8, 1, 0, false, true, dec),
         (31, 17, 11_008, 1, 0, false, true, dec),
         (32, 1536, 4096, 1, 0, false, true, dec),
-        (4, 300, 1001, 1, 0, false, false, gat), // K not a multiple of 8: small, gathered
-        (6, 64, 256, 1, 3, false, false, gat),   // pitches not multiples of 8: gathered
-        (33, 512, 512, 1, 0, false, false, wg),  // past the decode rows, 2^24 flops: wgmma
+        (1, 16_400, 512, 1, 0, true, true, GemmPath::Skinny), // wide weight, one row: CUDA cores
+        (8, 16_400, 256, 1, 0, true, true, wg),               // wide weight, eight rows: wgmma
+        (4, 300, 1001, 1, 0, false, false, gat),              // K not a multiple of 8: small, gathered
+        (6, 64, 256, 1, 3, false, false, gat),                // pitches not multiples of 8: gathered
+        (33, 512, 512, 1, 0, false, false, wg),               // past the decode rows, 2^24 flops: wgmma
     ] {
         let case = Case {
             pads: [pad; 4],

@@ -11,7 +11,8 @@
 //!   GEMM, one launch where the wgmma path would first repack misaligned operands.
 //! - `gemm_skinny_*_sm90` ([`GemmPath::Skinny`]): the CUDA cores, up to [`SKINNY_MAX_ROWS`] rows
 //!   with the decode kernel's layout rules, every warp of a resident grid streaming two rows of
-//!   B. Only when forced ([`Cores::Cuda`]): the decode kernel measured faster.
+//!   B: `Auto`'s choice for one row of a wide weight (≥ 16384 columns), where it streams faster
+//!   than the decode kernel.
 //!
 //! [`Cores`] says which runs; [`Cores::Auto`]'s rules are measured (docs/PERF.md, the sweep).
 
@@ -28,6 +29,14 @@ use crate::Warpforge;
 
 /// Most rows the CUDA-core decode kernel takes.
 pub const SKINNY_MAX_ROWS: usize = 8;
+/// [`Cores::Auto`] leaves problems of at least this many columns (and K ≥ [`WIDE_MIN_K`]) to
+/// the CUDA-core kernel at one row and to the wgmma kernels above (runs 7 and 8 against run 3
+/// on the sweep: below it the decode kernel was 1.05–1.9× faster, at and above it 1.05–1.45×
+/// slower).
+const DECODE_MAX_COLUMNS: usize = 16_384;
+/// Shortest K for which [`DECODE_MAX_COLUMNS`] applies (shorter: the decode kernel, whose
+/// warps split K, still wins: 1 × 65536 × 64 in 11 µs against 27).
+const WIDE_MIN_K: usize = 256;
 /// Most rows the `mma.sync` decode kernel takes (one block's rows of A: the kernel's
 /// `DECODE_BLOCK_M`).
 pub const DECODE_MAX_ROWS: usize = 32;
@@ -54,7 +63,8 @@ const GATHER_MAX_K: usize = 1536;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Cores {
     /// warpforge's choice, with no wgmma variant forced: the decode kernel ([`Cores::Decode`])
-    /// wherever it fits; else the gather kernel ([`Cores::Gather`]) for small problems (at most
+    /// wherever it fits, except for weights of at least 16384 columns and K ≥ 256 (the
+    /// CUDA-core kernel at one row, the wgmma kernels above); else the gather kernel ([`Cores::Gather`]) for small problems (at most
     /// 2^28 flops when the wgmma path would repack an operand, 2^24 otherwise); else the
     /// persistent wgmma kernels.
     #[default]
@@ -135,8 +145,14 @@ pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>>
         Cores::Auto => {
             let unforced =
                 p.consumers == Consumers::Auto && p.tile_width == TileWidth::Auto && p.clusters == Clusters::Auto;
+            // Weights of many columns and a real K fill the GPU on the other kernels, which
+            // stream them faster (the sweep: LM heads and large gate/up projections at
+            // 3.6–4.1 TB/s against the decode kernel's 3.0–3.2).
+            let wide = p.n >= DECODE_MAX_COLUMNS && p.k >= WIDE_MIN_K;
             Ok(match () {
                 _ if !unforced || !grid_fits => None,
+                _ if wide && p.m == 1 && fits(p, e, SKINNY_MAX_ROWS) => Some(GemmPath::Skinny),
+                _ if wide && fits(p, e, DECODE_MAX_ROWS) => None,
                 _ if fits(p, e, DECODE_MAX_ROWS) => Some(GemmPath::Decode),
                 _ if gathers(p, e) => Some(GemmPath::Gather),
                 _ => None,
