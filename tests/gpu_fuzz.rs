@@ -29,6 +29,7 @@
 //! case counts. A buffer of another CUDA context is not fuzzed here (`gpu_reliability` covers it).
 
 mod kernels;
+mod quant;
 
 use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -59,7 +59,7 @@ fn download<T: cudarc::driver::DeviceRepr + Copy>(buf: &CudaSlice<T>) -> Vec<T> 
 }
 
 /// Codes equal bit for bit, or both NaN in `format`.
-fn same_code(format: Minifloat, got: u8, want: u8) -> bool {
+pub(crate) fn same_code(format: Minifloat, got: u8, want: u8) -> bool {
     got == want || (format.decode(got).is_nan() && format.decode(want).is_nan())
 }
 
@@ -81,7 +81,7 @@ fn amax(v: &[f32]) -> f32 {
 }
 
 /// The reference per-token quantisation: codes and MN-major scales (padding 0).
-fn reference_group(x: &[f32], m: usize, k: usize, pow2: bool) -> (Vec<u8>, Vec<f32>) {
+pub(crate) fn reference_group(x: &[f32], m: usize, k: usize, pow2: bool) -> (Vec<u8>, Vec<f32>) {
     let pitch = q::group_scale_pitch(m).unwrap();
     let mut scales = vec![0.0; k / q::GROUP * pitch];
     let mut codes = vec![0; m * k];
@@ -97,7 +97,7 @@ fn reference_group(x: &[f32], m: usize, k: usize, pow2: bool) -> (Vec<u8>, Vec<f
 }
 
 /// The reference 128 × 128-block quantisation.
-fn reference_block(x: &[f32], n: usize, k: usize, pow2: bool) -> (Vec<u8>, Vec<f32>) {
+pub(crate) fn reference_block(x: &[f32], n: usize, k: usize, pow2: bool) -> (Vec<u8>, Vec<f32>) {
     let mut block_amax = vec![0.0f32; n.div_ceil(q::BLOCK) * k.div_ceil(q::BLOCK)];
     for (i, &v) in x.iter().enumerate() {
         let b = q::block_scale_index(i / k, i % k, k);
