@@ -24,12 +24,15 @@ use crate::Warpforge;
 
 mod decode;
 mod schedule;
+pub mod tuned;
 mod variant;
 mod workspace;
 pub use decode::{Cores, DECODE_MAX_ROWS, SKINNY_MAX_ROWS};
 use schedule::{GemmSchedule, tile_plan};
+use tuned::TablePlan;
+pub use tuned::{PlanSource, PlanTable};
 pub(crate) use variant::Variant;
-pub use variant::{Clusters, Consumers, TileWidth};
+pub use variant::{Clusters, Consumers, KSplit, MAX_K_SPLIT, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
 pub(crate) use workspace::StreamKCache;
 
@@ -85,6 +88,9 @@ pub struct GemmProblem {
     /// Tensor cores or the CUDA-core decode path (a performance choice; results agree within
     /// f32 accumulation-order rounding).
     pub cores: Cores,
+    /// How the cooperative kernel splits K over CTAs (a performance choice; results agree
+    /// within f32 accumulation-order rounding).
+    pub k_split: KSplit,
 }
 
 impl GemmProblem {
@@ -109,6 +115,7 @@ impl GemmProblem {
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
             cores: Cores::Auto,
+            k_split: KSplit::Auto,
         }
     }
 
@@ -384,6 +391,9 @@ impl Warpforge {
             check(bias.len() >= p.n, || format!("bias holds {} elements, N is {}", bias.len(), p.n))?;
         }
 
+        // The plan table's choice for this bucket, or the caller's knobs, or the cost model's.
+        let (tuned, _) = self.table_problem(problem, &e, I::NAME, O::NAME);
+        let p = &tuned;
         let variant = Variant::choose(p, I::NAME, O::NAME, self.sm_count())?;
         // C's and bias's read guards live to the end of this function, after the launch.
         let c_access = match &epilogue.c {
@@ -408,7 +418,7 @@ impl Warpforge {
             if self.launch_decode(stream, p, &e, entry, a, b, &math, d)? {
                 return Ok(());
             }
-            check(p.cores == Cores::Auto, || format!("{:?} needs A and B 16-byte aligned", p.cores))?;
+            check(problem.cores == Cores::Auto, || format!("{:?} needs A and B 16-byte aligned", p.cores))?;
         }
         // Operands TMA can read in place, or K-major scratch copies; each holds its buffer's
         // read guard until it drops, after the launch below.
@@ -552,11 +562,14 @@ impl Warpforge {
             GemmSchedule::pairs(rows, tiles_n, capacity / 2)
         } else if variant.pingpong {
             GemmSchedule::data_parallel(rows, tiles_n, capacity, BLOCK_M / PINGPONG_BLOCK_M)
+        } else if let Some(ways) = variant.ways {
+            GemmSchedule::split(rows, tiles_n, k_slices, capacity, ways)
         } else {
             GemmSchedule::choose(rows, tiles_n, k_slices, capacity)
         };
         let tile_plan = tile_plan(rows, tiles_n, raster_rows, k_slices, &schedule, ctas_per_worker)?;
         Ok(GemmPlan {
+            chosen_by: PlanSource::Model,
             path: GemmPath::TensorCores,
             entry: entry.name(),
             consumers: if variant.pingpong { Consumers::PingPong } else { Consumers::Cooperative },
@@ -574,15 +587,38 @@ impl Warpforge {
     pub fn gemm_plan<I: GemmInput, O: GemmOutput>(&self, problem: &GemmProblem) -> Result<GemmPlan> {
         self.check_sm90("gemm")?;
         let extents = problem.check()?;
+        let (tuned, chosen_by) = self.table_problem(problem, &extents, I::NAME, O::NAME);
+        let problem = &tuned;
         let variant = Variant::choose(problem, I::NAME, O::NAME, self.sm_count())?;
         let entry = variant.entry(I::NAME, O::NAME);
-        let plan = self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)?;
+        let plan =
+            GemmPlan { chosen_by, ..self.plan_sm90(entry, variant, problem.m, problem.n, problem.k, problem.batch)? };
         let Some(path) = decode::path(problem, &extents)? else {
             return Ok(plan);
         };
         let entry = decode::DecodeEntry::of(path, I::NAME, O::NAME);
         let grid = self.decode_grid(entry, problem)?;
         Ok(GemmPlan { entry: entry.name(), path, grid, ..plan })
+    }
+
+    /// `p` as it runs: with the plan table's entry for its bucket applied when the caller left
+    /// every knob `Auto` and the call is one the table was measured for (one batch, bf16 → bf16
+    /// or f16 → f16, operands the wgmma path reads in place); otherwise `p` itself, planned by
+    /// the caller's knobs or the cost model.
+    fn table_problem(&self, p: &GemmProblem, e: &GemmExtents, input: &str, output: &str) -> (GemmProblem, PlanSource) {
+        let unforced = p.cores == Cores::Auto
+            && p.consumers == Consumers::Auto
+            && p.tile_width == TileWidth::Auto
+            && p.clusters == Clusters::Auto
+            && p.k_split == KSplit::Auto;
+        if !unforced {
+            return (*p, PlanSource::Caller);
+        }
+        let measured_kind = p.batch == 1 && decode::reads_in_place(p, e) && variant::has_variants(input, output);
+        match self.plan_table().filter(|_| measured_kind).and_then(|t| t.entry(p.m, p.n, p.k)) {
+            Some(entry) if entry.plan != TablePlan::Model => (entry.plan.apply(p), PlanSource::Table),
+            _ => (*p, PlanSource::Model),
+        }
     }
 
     /// Allocates `stream`'s stream-K buffers for the largest grid any GEMM or SwiGLU call on
@@ -695,6 +731,8 @@ pub enum GemmPath {
 /// [`Warpforge::swiglu_plan`]): the kernel, its tile, the schedule and the grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmPlan {
+    /// What chose it: the caller's knobs, the plan table, or the cost model.
+    pub chosen_by: PlanSource,
     /// Which kind of kernel runs.
     pub path: GemmPath,
     /// Kernel entry.

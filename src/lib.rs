@@ -38,7 +38,8 @@ pub mod swiglu;
 mod warpforge;
 
 pub use gemm::{
-    COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, Layout, TileWidth,
+    COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, KSplit, Layout,
+    PlanSource, PlanTable, TileWidth,
 };
 pub use quant::{DequantOutput, Fp8Format, QuantExtents, QuantInput, QuantScheme, ScaleRounding};
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};

@@ -21,7 +21,9 @@ use warpforge_abi::signatures::{GemmSm90, SiluMul};
 use warpforge_abi::{Entry, entries};
 use warpforge_host::{BufferElement, Error, Result};
 
-use crate::gemm::{Clusters, EpilogueMath, GemmInput, GemmPlan, GemmProblem, OutputShape, Sm90Launch, Variant, check};
+use crate::gemm::{
+    Clusters, EpilogueMath, GemmInput, GemmPlan, GemmProblem, OutputShape, PlanSource, Sm90Launch, Variant, check,
+};
 use crate::{Activation, Consumers, TileWidth, Warpforge};
 
 /// Rows of each weight per interleaving block of the gate-up matrix.
@@ -242,7 +244,9 @@ impl Warpforge {
 /// The plan [`Warpforge::swiglu`] launches for `problem` (shape checks only; no buffers).
 fn swiglu_plan<T: SwigluElement>(wf: &Warpforge, problem: &SwigluProblem) -> Result<GemmPlan> {
     let launch = swiglu_launch::<T>(wf, problem)?;
-    wf.plan_sm90(launch.entry, launch.variant, problem.m, launch.tile_cols, problem.hidden, 1)
+    let plan = wf.plan_sm90(launch.entry, launch.variant, problem.m, launch.tile_cols, problem.hidden, 1)?;
+    let forced = problem.consumers != Consumers::Auto || problem.tile_width != TileWidth::Auto;
+    Ok(GemmPlan { chosen_by: if forced { PlanSource::Caller } else { PlanSource::Model }, ..plan })
 }
 
 /// The checked shape of a SwiGLU call and its launch: the plain GEMM's variant rules over the

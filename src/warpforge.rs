@@ -7,9 +7,12 @@
 //! entry's parameter list, so no launch names a kernel by a free string or pushes parameters
 //! by position.
 
+use std::sync::Arc;
+
 use warpforge_abi::Entry;
 use warpforge_host::{Device, Module, ParamList, Result, TypedKernel};
 
+use crate::gemm::tuned::{PlanTable, shipped_table};
 use crate::ptx;
 
 /// warpforge's kernels loaded on one device.
@@ -18,13 +21,47 @@ pub struct Warpforge {
     module: Module,
     sm_count: u32,
     stream_k: crate::gemm::StreamKCache,
+    device_name: String,
+    plan_table: Option<Arc<PlanTable>>,
 }
 
 impl Warpforge {
     /// Loads the embedded PTX for `device`'s arch (a clear error on any other GPU).
     pub fn new(device: &Device) -> Result<Self> {
         let module = Module::load(device, &ptx::SET)?;
-        Ok(Warpforge { module, sm_count: device.attributes().sm_count, stream_k: Default::default() })
+        let attributes = device.attributes();
+        let plan_table = shipped_table(&attributes.name, attributes.sm_count).map(Arc::new);
+        Ok(Warpforge {
+            module,
+            sm_count: attributes.sm_count,
+            stream_k: Default::default(),
+            device_name: attributes.name.clone(),
+            plan_table,
+        })
+    }
+
+    /// The GEMM plan table in use: the shipped table measured on this device's model (by name
+    /// and SM count), one set with [`Warpforge::set_plan_table`], or none (the cost model
+    /// plans every call).
+    pub fn plan_table(&self) -> Option<&PlanTable> {
+        self.plan_table.as_deref()
+    }
+
+    /// Replaces the GEMM plan table: a table tuned on this GPU (`examples/tune.rs` writes one;
+    /// [`PlanTable::parse`] checks it), or `None` for the cost model alone. A table measured on
+    /// another device model is refused.
+    pub fn set_plan_table(&mut self, table: Option<PlanTable>) -> Result<()> {
+        if let Some(t) = &table {
+            let name = &self.device_name;
+            if t.sms != self.sm_count || t.device != *name {
+                return Err(warpforge_host::Error::InvalidArgument(format!(
+                    "plan table measured on {} ({} SMs), this device is {name} ({} SMs)",
+                    t.device, t.sms, self.sm_count
+                )));
+            }
+        }
+        self.plan_table = table.map(Arc::new);
+        Ok(())
     }
 
     /// The loaded module.

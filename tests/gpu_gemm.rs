@@ -11,7 +11,9 @@
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Activation, COperand, Clusters, Consumers, Cores, Epilogue, Error, GemmProblem, Layout, TileWidth};
+use warpforge::{
+    Activation, COperand, Clusters, Consumers, Cores, Epilogue, Error, GemmProblem, KSplit, Layout, TileWidth,
+};
 
 use crate::common::gemm::{Case, Geometry, run_case};
 use crate::common::gpu;
@@ -67,7 +69,7 @@ prop_compose! {
         let (consumers, tile_width, clusters) = (Consumers::Auto, TileWidth::Auto, Clusters::Auto);
         Case {
             m, n, k, batch, a_layout, b_layout, pads, gaps, alpha, beta, with_c, c_in_place: false, with_bias,
-            activation, consumers, tile_width, clusters, cores: Cores::Auto, seed,
+            activation, consumers, tile_width, clusters, cores: Cores::Auto, k_split: KSplit::Auto, seed,
         }
     }
 }

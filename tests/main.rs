@@ -11,6 +11,7 @@ mod gpu_foundation;
 mod gpu_fuzz;
 mod gpu_gemm;
 mod gpu_gemm_swiglu;
+mod gpu_gemm_tuned;
 mod gpu_hopper_async;
 mod gpu_quant;
 mod gpu_reliability;

@@ -24,7 +24,7 @@ use warpforge_abi::{DecodeOperands, Entry, GemmParams, SkinnyOperands, entries};
 use warpforge_host::{Error, LaunchConfig, Result};
 
 use super::variant::by_types;
-use super::{Clusters, Consumers, EpilogueMath, GemmExtents, GemmPath, GemmProblem, Layout, TileWidth};
+use super::{Clusters, Consumers, EpilogueMath, GemmExtents, GemmPath, GemmProblem, KSplit, Layout, TileWidth};
 use crate::Warpforge;
 
 /// Most rows the CUDA-core decode kernel takes.
@@ -98,7 +98,7 @@ fn fits(p: &GemmProblem, e: &GemmExtents, max_rows: usize) -> bool {
 
 /// Whether the wgmma path reads both operands in place (TMA: K-major, 16-byte pitches; buffer
 /// alignment aside) rather than repacking one.
-fn reads_in_place(p: &GemmProblem, e: &GemmExtents) -> bool {
+pub(crate) fn reads_in_place(p: &GemmProblem, e: &GemmExtents) -> bool {
     let pitched = |elems: usize| elems.is_multiple_of(8);
     let a = p.a_layout == Layout::RowMajor && pitched(e.lda) && (p.batch == 1 || pitched(e.strides[0]));
     let b = p.b_layout == Layout::ColMajor && pitched(e.ldb) && (p.batch == 1 || pitched(e.strides[1]));
@@ -143,8 +143,10 @@ pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>>
         Cores::Cuda if fits(p, e, SKINNY_MAX_ROWS) => Ok(Some(GemmPath::Skinny)),
         Cores::Cuda => refuse("Cores::Cuda", SKINNY_MAX_ROWS),
         Cores::Auto => {
-            let unforced =
-                p.consumers == Consumers::Auto && p.tile_width == TileWidth::Auto && p.clusters == Clusters::Auto;
+            let unforced = p.consumers == Consumers::Auto
+                && p.tile_width == TileWidth::Auto
+                && p.clusters == Clusters::Auto
+                && p.k_split == KSplit::Auto;
             // Weights of many columns and a real K fill the GPU on the other kernels, which
             // stream them faster (the sweep: LM heads and large gate/up projections at
             // 3.6–4.1 TB/s against the decode kernel's 3.0–3.2).

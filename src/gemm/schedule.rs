@@ -45,6 +45,20 @@ impl GemmSchedule {
         GemmSchedule { mode, grid, raster_group }
     }
 
+    /// At most `ways` CTAs per tile ([`crate::KSplit::Ways`]): pure stream-K over
+    /// `min(tiles · ways, capacity, tiles · k_slices)` CTAs when that exceeds the tiles (each
+    /// CTA then has at least one K slice), data-parallel otherwise.
+    pub(super) fn split(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32, ways: u32) -> Self {
+        let tiles = tiles_m as u64 * tiles_n as u64;
+        let capacity = capacity.max(1) as u64;
+        let grid = (tiles * ways.max(1) as u64).min(capacity).min(tiles * k_slices.max(1) as u64);
+        if grid <= tiles {
+            return Self::data_parallel(tiles_m, tiles_n, capacity as u32, 1);
+        }
+        // `grid` ≤ capacity fits u32.
+        GemmSchedule { mode: StreamKMode::Pure, grid: grid as u32, raster_group: raster_group(tiles_m, tiles_n) }
+    }
+
     /// 2 × 1 clusters: whole tile pairs (`pair_rows` rows of pairs) round robin over at most
     /// `clusters` clusters of two CTAs, in bands of the same height in tile rows as the
     /// cooperative schedule's.

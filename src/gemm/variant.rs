@@ -58,6 +58,23 @@ pub enum Clusters {
     Pairs,
 }
 
+/// How the cooperative sm_90 kernel splits each tile's K loop over CTAs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KSplit {
+    /// The schedule model's choice (`logic::schedule::heuristic`: data-parallel, pure stream-K
+    /// or the hybrid, from the waves and the fix-up cost).
+    #[default]
+    Auto,
+    /// At most this many CTAs per tile, 1 to [`MAX_K_SPLIT`]: with fewer tiles than resident
+    /// CTAs, pure stream-K over `min(tiles · ways, resident CTAs, tiles · K slices)` CTAs (1:
+    /// data-parallel); with a wave or more of tiles, data-parallel. Cooperative consumers
+    /// without clusters only (ping-pong and pairs run whole tiles); others are refused.
+    Ways(u32),
+}
+
+/// Most CTAs [`KSplit::Ways`] puts on one tile.
+pub const MAX_K_SPLIT: u32 = 16;
+
 /// The kernel variant of one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Variant {
@@ -67,6 +84,8 @@ pub(crate) struct Variant {
     pub narrow: bool,
     /// 2 × 1 clusters sharing B by multicast.
     pub pairs: bool,
+    /// CTAs per tile forced by [`KSplit::Ways`] (`None`: the schedule model's choice).
+    pub ways: Option<u32>,
 }
 
 /// The entries with each variant, by (input, output) names: (ping-pong, narrow, clusters).
@@ -80,6 +99,11 @@ fn variant_entries(input: &str, output: &str) -> Option<[Entry<GemmSm90>; 3]> {
         }
         _ => None,
     }
+}
+
+/// Whether the ping-pong, narrow and cluster variants exist for the (input, output) names.
+pub(crate) fn has_variants(input: &str, output: &str) -> bool {
+    variant_entries(input, output).is_some()
 }
 
 /// The plain cooperative entry (every input/output pair).
@@ -152,7 +176,11 @@ impl Variant {
                 true
             }
             Consumers::Auto => {
-                has_variants && !narrow && p.clusters != Clusters::Pairs && prefer_pingpong(p.m, p.n, p.k, p.batch, sms)
+                has_variants
+                    && !narrow
+                    && p.clusters != Clusters::Pairs
+                    && p.k_split == KSplit::Auto
+                    && prefer_pingpong(p.m, p.n, p.k, p.batch, sms)
             }
         };
         let pairs = match p.clusters {
@@ -163,9 +191,27 @@ impl Variant {
                 }
                 true
             }
-            Clusters::Auto => has_variants && !narrow && !pingpong && prefer_pairs(p.m, p.n, p.k, p.batch, sms),
+            Clusters::Auto => {
+                has_variants
+                    && !narrow
+                    && !pingpong
+                    && p.k_split == KSplit::Auto
+                    && prefer_pairs(p.m, p.n, p.k, p.batch, sms)
+            }
         };
-        Ok(Variant { pingpong, narrow, pairs })
+        let ways = match p.k_split {
+            KSplit::Auto => None,
+            KSplit::Ways(ways) => {
+                if !(1..=MAX_K_SPLIT).contains(&ways) {
+                    return Err(refuse(&format!("KSplit::Ways({ways}): 1 to {MAX_K_SPLIT} CTAs per tile")));
+                }
+                if pingpong || pairs {
+                    return Err(refuse("a forced K split runs cooperative consumers without clusters only"));
+                }
+                Some(ways)
+            }
+        };
+        Ok(Variant { pingpong, narrow, pairs, ways })
     }
 
     /// The kernel entry of this variant.
@@ -364,7 +410,10 @@ mod tests {
         assert!(v.pairs && !v.narrow && !v.pingpong && v.b_box_rows() == 128);
         assert_eq!(v.entry("bf16", "bf16").name(), warpforge_abi::entries::GEMM_BF16_BF16_CLUSTER.name());
         let wide = with(128, 4096, 4096, Consumers::Auto, TileWidth::Wide);
-        assert_eq!(choose(&wide, "bf16", "bf16").unwrap(), Variant { pingpong: false, narrow: false, pairs: false });
+        assert_eq!(
+            choose(&wide, "bf16", "bf16").unwrap(),
+            Variant { pingpong: false, narrow: false, pairs: false, ways: None }
+        );
         // Refused: a variant the types lack, and combinations no entry runs.
         assert!(choose(&narrow, "bf16", "f32").is_err());
         assert!(choose(&pairs, "f16", "f32").is_err());

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::CudaStream;
 use warpforge::Warpforge;
 use warpforge::gemm::{GemmInput, GemmOutput};
-use warpforge::{Activation, COperand, Clusters, Consumers, Cores, Epilogue, GemmProblem, Layout, TileWidth};
+use warpforge::{Activation, COperand, Clusters, Consumers, Cores, Epilogue, GemmProblem, KSplit, Layout, TileWidth};
 
 use super::{EPS_F32, Element, View, gpu, mix, random_f32};
 
@@ -53,6 +53,7 @@ pub struct Case {
     pub tile_width: TileWidth,
     pub clusters: Clusters,
     pub cores: Cores,
+    pub k_split: KSplit,
     pub seed: u64,
 }
 
@@ -78,6 +79,7 @@ impl Case {
             tile_width: TileWidth::Auto,
             clusters: Clusters::Auto,
             cores: Cores::Auto,
+            k_split: KSplit::Auto,
             seed: (m * 1_000_003 + n * 1009 + k) as u64,
         }
     }
@@ -120,6 +122,7 @@ impl Geometry {
         problem.tile_width = case.tile_width;
         problem.clusters = case.clusters;
         problem.cores = case.cores;
+        problem.k_split = case.k_split;
         let (mut ld, mut stride, mut need, mut ld_arg) = ([0; 4], [0; 4], [0; 4], [0; 4]);
         for (x, &(inner, lines)) in shapes.iter().enumerate() {
             ld[x] = inner + case.pads[x];
