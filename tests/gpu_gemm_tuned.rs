@@ -109,7 +109,11 @@ fn gemm_forced_k_split_plans_its_grid_and_matches_f64() {
     use warpforge::logic::schedule::stream_k::StreamKMode;
     let (_, wf) = gpu();
     let sms = wf.sm_count();
-    let split = |m, n, k, ways| GemmProblem { k_split: KSplit::Ways(ways), ..GemmProblem::new(m, n, k) };
+    let split = |m, n, k, ways| GemmProblem {
+        k_split: KSplit::Ways(ways),
+        tile_width: warpforge::TileWidth::Wide,
+        ..GemmProblem::new(m, n, k)
+    };
     // 1 × 16 wide tiles of 64 K slices.
     for ways in [1u32, 2, 3, 8, 16] {
         let plan = wf.gemm_plan::<bf16, bf16>(&split(100, 4096, 4096, ways)).unwrap();
@@ -117,11 +121,19 @@ fn gemm_forced_k_split_plans_its_grid_and_matches_f64() {
         assert_eq!(plan.grid, expected, "{ways} ways: {plan:?}");
         let mode = if ways == 1 { StreamKMode::DataParallel } else { StreamKMode::Pure };
         assert_eq!(plan.schedule, mode, "{ways} ways");
-        run_case::<bf16, bf16>(&Case { k_split: KSplit::Ways(ways), ..Case::plain(100, 4096, 4096, 1) });
+        let wide = Case {
+            k_split: KSplit::Ways(ways),
+            tile_width: warpforge::TileWidth::Wide,
+            ..Case::plain(100, 4096, 4096, 1)
+        };
+        run_case::<bf16, bf16>(&wide);
     }
     // Two K slices: at most two CTAs per tile whatever was asked.
     assert_eq!(wf.gemm_plan::<bf16, bf16>(&split(64, 512, 100, 8)).unwrap().grid, 4);
     run_case::<f16, f16>(&Case { k_split: KSplit::Ways(8), ..Case::plain(64, 512, 100, 1) });
+    // Narrow tiles split the same way: 1 × 32 tiles.
+    let narrow = GemmProblem { tile_width: warpforge::TileWidth::Narrow, ..split(100, 4096, 4096, 4) };
+    assert_eq!(wf.gemm_plan::<bf16, bf16>(&narrow).unwrap().grid, sms.min(128));
     // A full wave of tiles: data-parallel.
     let full = wf.gemm_plan::<bf16, bf16>(&split(4096, 4096, 4096, 4)).unwrap();
     assert_eq!((full.schedule, full.grid), (StreamKMode::DataParallel, sms.min(512)));
