@@ -41,7 +41,7 @@ const ROTATION_BYTES: usize = 256 << 20;
 const MAX_SETS: usize = 8;
 /// The gather kernel reads element by element: it is timed only on buckets whose shapes have at
 /// most this many flops.
-const GATHER_MAX_FLOPS: f64 = 2e9;
+const GATHER_MAX_FLOPS: f64 = 2e10;
 /// Values per generator stream of the pool.
 const POOL_CHUNK: usize = 1 << 24;
 

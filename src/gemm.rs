@@ -603,8 +603,8 @@ impl Warpforge {
 
     /// `p` as it runs: with the plan table's entry for its bucket applied when the caller left
     /// every knob `Auto` and the call is one the table was measured for (one batch, bf16 → bf16
-    /// or f16 → f16, operands the wgmma path reads in place); otherwise `p` itself, planned by
-    /// the caller's knobs or the cost model.
+    /// or f16 → f16, A row-major and B stored N × K, read in place or repacked); otherwise `p`
+    /// itself, planned by the caller's knobs or the cost model.
     fn table_problem(&self, p: &GemmProblem, e: &GemmExtents, input: &str, output: &str) -> (GemmProblem, PlanSource) {
         let unforced = p.cores == Cores::Auto
             && p.consumers == Consumers::Auto
@@ -614,8 +614,10 @@ impl Warpforge {
         if !unforced {
             return (*p, PlanSource::Caller);
         }
-        let measured_kind = p.batch == 1 && decode::reads_in_place(p, e) && variant::has_variants(input, output);
-        match self.plan_table().filter(|_| measured_kind).and_then(|t| t.entry(p.m, p.n, p.k)) {
+        let linear = p.a_layout == Layout::RowMajor && p.b_layout == Layout::ColMajor;
+        let measured_kind = p.batch == 1 && linear && variant::has_variants(input, output);
+        let repacked = !decode::reads_in_place(p, e);
+        match self.plan_table().filter(|_| measured_kind).and_then(|t| t.entry(p.m, p.n, p.k, repacked)) {
             Some(entry) if entry.plan != TablePlan::Model => (entry.plan.apply(p), PlanSource::Table),
             _ => (*p, PlanSource::Model),
         }

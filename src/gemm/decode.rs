@@ -46,8 +46,12 @@ const THREADS: u32 = 256;
 const MMA_THREADS: u32 = 256;
 /// Columns of D per warp of the CUDA-core kernel (its `COLS_PER_WARP`).
 const COLS_PER_WARP: u64 = 2;
-/// Rows × columns of D per block of the `mma.sync` kernels.
+/// Rows × columns of D per block (per column group) of the `mma.sync` kernels.
 const MMA_BLOCK: (u64, u64) = (32, 16);
+/// Warps per block of the `mma.sync` kernels.
+const MMA_WARPS: u32 = MMA_THREADS / 32;
+/// K chunks a gather warp takes before its block splits K further ([`gather_col_groups`]).
+const GATHER_CHUNKS_PER_WARP: usize = 4;
 
 /// [`Cores::Auto`] gathers problems of at most this many flops (2·M·N·K·batch) whose operands
 /// the wgmma path would have to repack (a layout, pitch or K that TMA cannot read in place)...
@@ -105,11 +109,23 @@ pub(crate) fn reads_in_place(p: &GemmProblem, e: &GemmExtents) -> bool {
     a && b
 }
 
-/// Blocks of an `mma.sync` kernel's grid for `p`: one per 32 rows of A and 16 rows of B, per
-/// batch.
-fn mma_blocks(p: &GemmProblem) -> u128 {
+/// Blocks of an `mma.sync` kernel's grid for `p` with `col_groups` groups of 16 columns per
+/// block: one per 32 rows of A and `16 · col_groups` rows of B, per batch.
+fn mma_blocks(p: &GemmProblem, col_groups: u32) -> u128 {
     let (rows, cols) = MMA_BLOCK;
-    (p.m as u128).div_ceil(rows as u128) * (p.n as u128).div_ceil(cols as u128) * p.batch as u128
+    let block_cols = cols as u128 * col_groups as u128;
+    (p.m as u128).div_ceil(rows as u128) * (p.n as u128).div_ceil(block_cols) * p.batch as u128
+}
+
+/// Column groups per block of the gather kernel: its eight warps split K only as far as each
+/// still has about [`GATHER_CHUNKS_PER_WARP`] 32-element chunks, and take columns of their own
+/// otherwise (never more groups than `p` has 16-column tiles).
+pub(crate) fn gather_col_groups(p: &GemmProblem) -> u32 {
+    let chunks = p.k.div_ceil(32).max(1);
+    let group_warps = chunks.div_ceil(GATHER_CHUNKS_PER_WARP).next_power_of_two().min(MMA_WARPS as usize) as u32;
+    let col_tiles = p.n.div_ceil(MMA_BLOCK.1 as usize).max(1);
+    let most = if col_tiles >= MMA_WARPS as usize { MMA_WARPS } else { 1 << col_tiles.ilog2() };
+    (MMA_WARPS / group_warps).min(most)
 }
 
 /// Whether [`Cores::Auto`] gathers `p`: few flops, a short K and a small output (the gather
@@ -131,14 +147,14 @@ pub(crate) fn path(p: &GemmProblem, e: &GemmExtents) -> Result<Option<GemmPath>>
              strides multiples of 8: {p:?}"
         )))
     };
-    let grid_fits = mma_blocks(p) <= i32::MAX as u128;
+    let grid_fits = mma_blocks(p, 1) <= i32::MAX as u128;
     match p.cores {
         Cores::Tensor => Ok(None),
         Cores::Decode if fits(p, e, DECODE_MAX_ROWS) => Ok(Some(GemmPath::Decode)),
         Cores::Decode => refuse("Cores::Decode", DECODE_MAX_ROWS),
         Cores::Gather if grid_fits => Ok(Some(GemmPath::Gather)),
         Cores::Gather => {
-            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_blocks(p))))
+            Err(Error::InvalidArgument(format!("Cores::Gather: a grid of {} blocks: {p:?}", mma_blocks(p, 1))))
         }
         Cores::Cuda if fits(p, e, SKINNY_MAX_ROWS) => Ok(Some(GemmPath::Skinny)),
         Cores::Cuda => refuse("Cores::Cuda", SKINNY_MAX_ROWS),
@@ -216,6 +232,16 @@ impl DecodeEntry {
         }
     }
 
+    /// Column groups per block the entry runs `p` with (1 but for the gather kernel).
+    pub(crate) fn col_groups(self, p: &GemmProblem) -> u32 {
+        if self.gathers() { gather_col_groups(p) } else { 1 }
+    }
+
+    /// Whether this is a gather (element-reading) entry.
+    fn gathers(self) -> bool {
+        matches!(self, Self::Mma(mma) if mma.name().starts_with("gemm_gather"))
+    }
+
     /// The entry's kernel name.
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -232,7 +258,7 @@ impl Warpforge {
     pub(crate) fn decode_grid(&self, entry: DecodeEntry, p: &GemmProblem) -> Result<u32> {
         match entry {
             DecodeEntry::Mma(_) => {
-                let blocks = mma_blocks(p);
+                let blocks = mma_blocks(p, entry.col_groups(p));
                 u32::try_from(blocks).map_err(|_| Error::InvalidArgument(format!("a grid of {blocks} blocks: {p:?}")))
             }
             DecodeEntry::Skinny(entry) => {
@@ -259,11 +285,12 @@ impl Warpforge {
     ) -> Result<bool> {
         let (a_ptr, a_access) = a.device_ptr(stream);
         let (b_ptr, b_access) = b.device_ptr(stream);
-        let vectors = !matches!(entry, DecodeEntry::Mma(mma) if mma.name().starts_with("gemm_gather"));
+        let vectors = !entry.gathers();
         if vectors && !(a_ptr.is_multiple_of(16) && b_ptr.is_multiple_of(16)) {
             return Ok(false);
         }
         let grid = self.decode_grid(entry, p)?;
+        let col_groups = entry.col_groups(p);
         let (d_ptr, d_access) = d.device_ptr_mut(stream);
         let params = GemmParams {
             m: p.m as u32,
@@ -324,8 +351,11 @@ impl Warpforge {
                     stride_b: e.strides[1] as u64,
                     k: p.k as u32,
                     batch: p.batch as u32,
+                    col_groups,
+                    _pad: 0,
                 };
-                // SAFETY: above (the mma.sync kernels' contract).
+                // SAFETY: above (the mma.sync kernels' contract; `col_groups` is 1, 2, 4 or 8 and
+                // the grid `decode_grid`'s for it).
                 unsafe { self.entry(entry)?.launch(stream, &config, (params, operands), guards)? };
             }
         }
@@ -335,14 +365,39 @@ impl Warpforge {
 
 #[cfg(test)]
 mod tests {
-    use super::mma_blocks;
+    use super::{gather_col_groups, mma_blocks};
     use crate::GemmProblem;
 
     #[test]
     fn mma_grids_cover_d_in_32_by_16_blocks() {
-        assert_eq!(mma_blocks(&GemmProblem::new(1, 4096, 4096)), 256);
-        assert_eq!(mma_blocks(&GemmProblem::new(32, 17, 8)), 2);
-        assert_eq!(mma_blocks(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) }), 2 * 7 * 3);
-        assert_eq!(mma_blocks(&GemmProblem::new(1, 1, 1)), 1);
+        assert_eq!(mma_blocks(&GemmProblem::new(1, 4096, 4096), 1), 256);
+        assert_eq!(mma_blocks(&GemmProblem::new(32, 17, 8), 1), 2);
+        assert_eq!(mma_blocks(&GemmProblem { batch: 3, ..GemmProblem::new(33, 100, 1000) }, 1), 2 * 7 * 3);
+        assert_eq!(mma_blocks(&GemmProblem::new(1, 1, 1), 1), 1);
+        // Column groups widen a block to 16·G columns.
+        assert_eq!(mma_blocks(&GemmProblem::new(6360, 513, 30), 8), 199 * 5);
+        assert_eq!(mma_blocks(&GemmProblem::new(33, 100, 1000), 4), 2 * 2);
+    }
+
+    #[test]
+    fn gather_blocks_split_k_only_while_it_is_long() {
+        let groups = |m, n, k| gather_col_groups(&GemmProblem::new(m, n, k));
+        // Short K: every warp on its own 16 columns.
+        assert_eq!(groups(6360, 513, 30), 8);
+        assert_eq!(groups(100, 4096, 128), 8);
+        // About four chunks per warp: 5–8 chunks, two warps per group.
+        assert_eq!(groups(100, 4096, 200), 4);
+        assert_eq!(groups(100, 4096, 512), 2);
+        // Long K: all eight warps on K (the decode kernel's split).
+        assert_eq!(groups(100, 4096, 1536), 1);
+        assert_eq!(groups(1, 1, 65536), 1);
+        // Never more groups than 16-column tiles.
+        assert_eq!(groups(52405, 8, 122), 1);
+        assert_eq!(groups(13151, 76, 49), 4);
+        assert_eq!(groups(100, 40, 8), 2);
+        for (m, n, k) in [(1, 1, 1), (7, 3000, 7), (999, 17, 5000), (3, 129, 33)] {
+            let g = groups(m, n, k);
+            assert!(g.is_power_of_two() && g <= 8, "{m}×{n}×{k}: {g}");
+        }
     }
 }

@@ -5,14 +5,15 @@
 //! GPU, checks each result against float64, and writes a table ([`PlanTable::to_text`]); the
 //! table for the H200 ships in the crate (`tuned/h200.tsv`) and [`crate::Warpforge::new`] loads
 //! the shipped table whose device matches. At run time a call with every knob `Auto`, one batch,
-//! bf16 → bf16 or f16 → f16 and operands the wgmma path reads in place takes its bucket's plan;
+//! bf16 → bf16 or f16 → f16, A row-major and B stored N × K takes its bucket's plan;
 //! every other call, and every bucket whose entry says `model`, takes the cost model (the rules
 //! in `variant.rs`, `decode.rs` and `logic::schedule::heuristic`).
 //!
 //! **Buckets.** M by powers of two (`(2^(i−1), 2^i]`, 15 classes up to 16384 and above); N at
-//! 512, 2048, 8192 and 32768; K at 512, 2048 and 8192. Each bucket is timed on the corners of
-//! its class ranges ([`Bucket::shapes`]): M just past a power of two and at the next one (the
-//! ragged and the aligned tile count), and two N and two K per class.
+//! 512, 2048, 8192 and 32768; K at 512, 2048 and 8192; operands read in place or repacked (K or
+//! a pitch not a multiple of 8). Each bucket is timed on the corners of its class ranges
+//! ([`Bucket::shapes`]): M just past a power of two and at the next one (the ragged and the
+//! aligned tile count), two N and two K per class (K one less where repacked).
 //!
 //! **Rejected:** a line whose checksum does not match its fields and the table's device (a
 //! corrupted entry), an unknown plan, a plan the bucket cannot run (the decode kernel above 32
@@ -51,23 +52,31 @@ pub struct Bucket {
     pub n: u8,
     /// K class: how many of 512, 2048, 8192 lie below K.
     pub k: u8,
+    /// Whether the wgmma kernels must repack an operand (K or a pitch not a multiple of 8
+    /// elements): those calls are timed on shapes with an odd K.
+    pub repacked: bool,
 }
 
 impl Bucket {
-    /// The bucket of an `m × n × k` problem (each ≥ 1).
-    pub fn of(m: usize, n: usize, k: usize) -> Bucket {
+    /// The bucket of an `m × n × k` problem (each ≥ 1) whose operands the wgmma kernels read in
+    /// place, or must repack (`repacked`).
+    pub fn of(m: usize, n: usize, k: usize, repacked: bool) -> Bucket {
         let m_class = usize::BITS - m.max(1).saturating_sub(1).leading_zeros();
         Bucket {
             m: m_class.min(M_CLASSES as u32 - 1) as u8,
             n: N_BOUNDS.iter().filter(|&&b| n > b).count() as u8,
             k: K_BOUNDS.iter().filter(|&&b| k > b).count() as u8,
+            repacked,
         }
     }
 
     /// Every bucket, in table order.
     pub fn all() -> impl Iterator<Item = Bucket> {
         (0..M_CLASSES).flat_map(|m| {
-            (0..N_SHAPES.len() as u8).flat_map(move |n| (0..K_SHAPES.len() as u8).map(move |k| Bucket { m, n, k }))
+            (0..N_SHAPES.len() as u8).flat_map(move |n| {
+                (0..K_SHAPES.len() as u8)
+                    .flat_map(move |k| [false, true].map(move |repacked| Bucket { m, n, k, repacked }))
+            })
         })
     }
 
@@ -82,13 +91,15 @@ impl Bucket {
     }
 
     /// The shapes the tuner times for this bucket: M just past the class's lower power of two
-    /// and at its upper one, and two N and two K of the class (duplicates removed).
+    /// and at its upper one, and two N and two K of the class (duplicates removed); K one less
+    /// (odd) where the operands are repacked.
     pub fn shapes(self) -> Vec<(usize, usize, usize)> {
         let ms = if self.m == 0 { vec![1] } else { vec![(1 << (self.m - 1)) + 1, 1 << self.m] };
         let mut shapes = Vec::new();
         for &m in &ms {
             for &n in &N_SHAPES[self.n as usize] {
                 for &k in &K_SHAPES[self.k as usize] {
+                    let k = if self.repacked { k - 1 } else { k };
                     if !shapes.contains(&(m, n, k)) {
                         shapes.push((m, n, k));
                     }
@@ -136,7 +147,7 @@ impl TablePlan {
     /// The candidates the tuner times for `bucket` (before any duplicates are removed).
     pub fn candidates(bucket: Bucket) -> Vec<TablePlan> {
         let mut plans = vec![TablePlan::Model];
-        let rows = bucket.max_rows();
+        let rows = bucket.max_rows().filter(|_| !bucket.repacked);
         if rows.is_some_and(|r| r <= DECODE_MAX_ROWS) {
             plans.push(TablePlan::Decode);
         }
@@ -154,7 +165,7 @@ impl TablePlan {
 
     /// Whether every problem of `bucket` (linear layout, one batch) can run this plan.
     pub fn admissible(self, bucket: Bucket) -> bool {
-        let rows_within = |limit: usize| bucket.max_rows().is_some_and(|r| r <= limit);
+        let rows_within = |limit: usize| !bucket.repacked && bucket.max_rows().is_some_and(|r| r <= limit);
         match self {
             TablePlan::Decode => rows_within(DECODE_MAX_ROWS),
             TablePlan::Cuda => rows_within(SKINNY_MAX_ROWS),
@@ -278,9 +289,10 @@ impl TablePlan {
     }
 }
 
-/// What the cost model runs for the linear-layer problem `m × n × k` with `input` → `output`
-/// types on `sms` SMs, in the table's terms: the same rules [`crate::Warpforge::gemm_plan`]
-/// follows without a table (the decode kernels' and the wgmma variants' choices; pure, no GPU).
+/// What the cost model runs for the linear-layer problem `m × n × k` (packed: repacked exactly
+/// when K is not a multiple of 8) with `input` → `output` types on `sms` SMs, in the table's
+/// terms: the same rules [`crate::Warpforge::gemm_plan`] follows without a table (the decode
+/// kernels' and the wgmma variants' choices; pure, no GPU).
 pub fn model_plan(m: usize, n: usize, k: usize, input: &str, output: &str, sms: u32) -> Result<TablePlan> {
     let p = GemmProblem::new(m, n, k);
     let e = p.check()?;
@@ -362,24 +374,27 @@ fn checksum(text: &str) -> u64 {
 }
 
 impl PlanTable {
-    /// The entry for an `m × n × k` problem, if the table has its bucket.
-    pub fn entry(&self, m: usize, n: usize, k: usize) -> Option<&TableEntry> {
-        self.entries.get(&Bucket::of(m, n, k))
+    /// The entry for an `m × n × k` problem (`repacked`: see [`Bucket::repacked`]), if the table
+    /// has its bucket.
+    pub fn entry(&self, m: usize, n: usize, k: usize, repacked: bool) -> Option<&TableEntry> {
+        self.entries.get(&Bucket::of(m, n, k, repacked))
     }
 
     /// The table as text: the header, the device line, one tab-separated line per bucket
-    /// (`m n k plan plan_us model_us model_plans checksum`, the model's plans comma-separated),
+    /// (`m n k repacked plan plan_us model_us model_plans checksum`, the model's plans
+    /// comma-separated),
     /// the checksum over the device and the fields.
     pub fn to_text(&self) -> String {
         let mut out = format!("{TABLE_HEADER}\ndevice\t{}\t{}\n", self.device, self.sms);
-        out.push_str("# m_class\tn_class\tk_class\tplan\tplan_us\tmodel_us\tmodel_plans\tchecksum\n");
+        out.push_str("# m_class\tn_class\tk_class\trepacked\tplan\tplan_us\tmodel_us\tmodel_plans\tchecksum\n");
         for (b, e) in &self.entries {
             let models: Vec<String> = e.model_plans.iter().map(|p| p.to_string()).collect();
             let fields = format!(
-                "{}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{}",
+                "{}\t{}\t{}\t{}\t{}\t{:.3}\t{:.3}\t{}",
                 b.m,
                 b.n,
                 b.k,
+                b.repacked as u8,
                 e.plan,
                 e.plan_us,
                 e.model_us,
@@ -425,11 +440,16 @@ impl PlanTable {
                 return Err(bad(i, "checksum does not match the entry (corrupted or edited by hand)".into()));
             }
             let f: Vec<&str> = fields.split('\t').collect();
-            let [m, n, k, plan, plan_us, model_us, model_plans] = f.as_slice() else {
-                return Err(bad(i, format!("{} fields, 7 expected", f.len())));
+            let [m, n, k, repacked, plan, plan_us, model_us, model_plans] = f.as_slice() else {
+                return Err(bad(i, format!("{} fields, 8 expected", f.len())));
             };
             let class = |v: &str| v.parse::<u8>().map_err(|_| bad(i, format!("class `{v}`")));
-            let bucket = Bucket { m: class(m)?, n: class(n)?, k: class(k)? };
+            let repacked = match *repacked {
+                "0" => false,
+                "1" => true,
+                other => return Err(bad(i, format!("repacked `{other}`: 0 or 1"))),
+            };
+            let bucket = Bucket { m: class(m)?, n: class(n)?, k: class(k)?, repacked };
             if !bucket.is_valid() {
                 return Err(bad(i, format!("no bucket {bucket:?}")));
             }

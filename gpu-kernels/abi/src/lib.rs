@@ -409,6 +409,12 @@ pub struct DecodeOperands {
     pub k: u32,
     /// Batches.
     pub batch: u32,
+    /// Column groups per block of the gather kernels (1, 2, 4 or 8): a block covers
+    /// `16 · col_groups` columns of D, its warps split into that many groups of 16 columns that
+    /// each split K (`gemm_gather_*`; the decode kernels take 1).
+    pub col_groups: u32,
+    /// Padding (0).
+    pub _pad: u32,
 }
 
 /// Everything the GEMM kernels need besides the two operand tensor maps:

@@ -14,19 +14,23 @@
 //!   layout, pitch, K or alignment — the small GEMM, whose cost is its launch, run without the
 //!   repack launches the wgmma path needs for such operands.
 //!
-//! Work split: a block owns 16 rows of B (columns of D) and 32 rows of A (of D) of one batch;
-//! its [`WARPS`] warps split K in 32-element chunks, each keeping [`UNROLL`] chunks of weights
-//! in flight when reading vectors (one chunk at a time when gathering). The warps' partial tiles meet in shared memory, and the block's threads apply
-//! the GEMM epilogue (`gemm_epilogue::finish`) per element of D.
+//! Work split: a block owns `16 · G` rows of B (columns of D) and 32 rows of A (of D) of one
+//! batch, its [`WARPS`] warps in `G` column groups of 16 (`G = 1` when reading vectors; the
+//! launch's `col_groups` when gathering, so a short K keeps every warp busy on columns of its
+//! own); the warps of a group split K in 32-element chunks, each keeping [`UNROLL`] chunks of
+//! weights in flight when reading vectors (one chunk at a time when gathering). The warps'
+//! partial tiles meet in shared memory, and the block's threads apply the GEMM epilogue
+//! (`gemm_epilogue::finish`) per element of D.
 //!
 //! Rows of B past N and rows of A past M are read clamped to the last valid row: they feed
 //! only outputs that are never stored. K elements past K are zeroed in both operands, so the
 //! tail adds nothing even with a non-finite element in a clamped row. Every `mma.sync` runs
 //! under warp-uniform control flow.
 //!
-//! Contract (checked by the host): M, N, K ≥ 1; the grid is `ceil(N/16)·ceil(M/32)·batch`
-//! blocks of [`WARPS`] warps; the [`Vectors`] entries need K, the row steps and the batch
-//! strides multiples of 8 elements, K steps of 1 and both bases 16-byte aligned.
+//! Contract (checked by the host): M, N, K ≥ 1; `G` is 1, 2, 4 or 8; the grid is
+//! `ceil(N/(16·G))·ceil(M/32)·batch` blocks of [`WARPS`] warps; the [`Vectors`] entries need K,
+//! the row steps and the batch strides multiples of 8 elements, K steps of 1 and both bases
+//! 16-byte aligned.
 
 use warpforge_dsl::abi::{DecodeOperands, GemmParams};
 use warpforge_dsl::global::{self, Bf16x8, Cached, F16x8, LoadPolicy, ReadOnlyNoL1, Vector16, Words};
@@ -73,6 +77,9 @@ pub trait Access {
     /// Whether a warp keeps [`UNROLL`] chunks in flight (vectors: HBM latency to hide) or
     /// reads one chunk at a time (element loads: registers to spare).
     const UNROLLED: bool;
+    /// Whether the block's warps split into the launch's column groups
+    /// (`DecodeOperands::col_groups`); otherwise all of them split K over 16 columns.
+    const GROUPED: bool;
 
     /// The eight elements as words, read under policy `P`; elements at or past `k` are zero.
     ///
@@ -93,6 +100,7 @@ pub enum Vectors {}
 
 impl Access for Vectors {
     const UNROLLED: bool = true;
+    const GROUPED: bool = false;
 
     #[inline(always)]
     unsafe fn read<I: DecodeInput, P: LoadPolicy>(row: *const I, k_step: u64, kv: u64, k: u64) -> Words {
@@ -117,6 +125,7 @@ pub enum Gathered {}
 
 impl Access for Gathered {
     const UNROLLED: bool = false;
+    const GROUPED: bool = true;
 
     #[inline(always)]
     unsafe fn read<I: DecodeInput, P: LoadPolicy>(row: *const I, k_step: u64, kv: u64, k: u64) -> Words {
@@ -212,11 +221,19 @@ unsafe fn weights<I: DecodeInput, X: Access, const INSIDE: bool>(rows: &Rows<I>,
 pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &DecodeOperands) {
     // SAFETY: declared once, at the top; WARPS · PARTIALS f32.
     let partials = unsafe { StaticShared::<{ (WARPS * PARTIALS * 4) as usize }, 16>::declare::<f32>() };
-    let (groups_n, groups_m) = (p.n.div_ceil(DECODE_BLOCK_N), p.m.div_ceil(DECODE_BLOCK_M));
+    // Column groups of 16 per block, and the warps of each (splitting K).
+    let col_groups = if X::GROUPED { s.col_groups.max(1) } else { 1 };
+    let group_warps = WARPS / col_groups;
+    let block_cols = DECODE_BLOCK_N * col_groups;
+    let (groups_n, groups_m) = (p.n.div_ceil(block_cols), p.m.div_ceil(DECODE_BLOCK_M));
     let block = block_idx().x;
     let (z, group_m, group_n) = (block / (groups_n * groups_m), block / groups_n % groups_m, block % groups_n);
-    let (n0, m0) = (group_n * DECODE_BLOCK_N, group_m * DECODE_BLOCK_M);
+    let (block_n0, m0) = (group_n * block_cols, group_m * DECODE_BLOCK_M);
     let (warp, lane) = (thread_rank() / 32, lane_id());
+    // This warp's 16 columns (past N for the last block's later groups: read clamped, never
+    // stored) and its share of K within its group.
+    let (n0, k_part) =
+        if X::GROUPED { (block_n0 + warp / group_warps * DECODE_BLOCK_N, warp % group_warps) } else { (block_n0, warp) };
     let (g, t) = (lane / 4, lane % 4);
     let tiles = (p.m - m0).div_ceil(8).min(4);
     let a = (s.a as *const I).wrapping_add((z as u64 * s.stride_a) as usize);
@@ -233,9 +250,10 @@ pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &D
         k,
     };
 
-    // This warp's chunks: an even share of ceil(K / 32).
+    // This warp's chunks: an even share of ceil(K / 32) among its group's warps.
     let chunks = k.div_ceil(CHUNK);
-    let (first, end) = (chunks * warp as u64 / WARPS as u64, chunks * (warp as u64 + 1) / WARPS as u64);
+    let (part, parts) = (k_part as u64, group_warps as u64);
+    let (first, end) = (chunks * part / parts, chunks * (part + 1) / parts);
     let lane_k = 8 * t as u64;
     let mut acc = Regs4::splat(Acc16x8::ZERO);
     let mut c = first;
@@ -281,18 +299,20 @@ pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &D
     });
     // SAFETY: every thread of the block reaches this barrier (no early return above).
     unsafe { sync_threads() };
-    // Each thread folds the warps' partials of some slots and stores those elements of D.
+    // Each thread folds a group's warps' partials of some slots and stores those elements of D.
     let all = partials.as_mut_ptr();
+    let group_slots = tiles * 4 * 32;
     let mut slot = thread_rank();
-    while slot < tiles * 4 * 32 {
+    while slot < col_groups * group_slots {
+        let (group, inner) = if X::GROUPED { (slot / group_slots, slot % group_slots) } else { (0, slot) };
         let mut v = 0.0f32;
-        for w in 0..WARPS {
-            // SAFETY: slot < PARTIALS; written by warp w before the barrier.
-            v += unsafe { all.add((w * PARTIALS + slot) as usize).read() };
+        for w in group * group_warps..(group + 1) * group_warps {
+            // SAFETY: inner < PARTIALS; w < WARPS; written by warp w before the barrier.
+            v += unsafe { all.add((w * PARTIALS + inner) as usize).read() };
         }
-        let (j, reg, from_lane) = (slot / 128, slot / 32 % 4, slot % 32);
+        let (j, reg, from_lane) = (inner / 128, inner / 32 % 4, inner % 32);
         let (row, col) = Acc16x8::coords(from_lane, reg);
-        let (n, m) = (n0 + row, m0 + 8 * j + col);
+        let (n, m) = (block_n0 + group * DECODE_BLOCK_N + row, m0 + 8 * j + col);
         if n < p.n && m < p.m {
             let at = z as u64 * p.stride_d + m as u64 * p.ldd + n as u64;
             // SAFETY: (z, m, n) is inside D; this thread alone writes it; C and bias as the

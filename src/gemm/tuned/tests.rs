@@ -11,7 +11,11 @@ fn entry(bucket: Bucket, plan: TablePlan, plan_us: f64, model_us: f64) -> TableE
 
 fn sample_table() -> PlanTable {
     let mut entries = BTreeMap::new();
-    let buckets = [Bucket { m: 0, n: 2, k: 1 }, Bucket { m: 7, n: 2, k: 2 }, Bucket { m: 12, n: 3, k: 2 }];
+    let buckets = [
+        Bucket { m: 0, n: 2, k: 1, repacked: false },
+        Bucket { m: 7, n: 2, k: 2, repacked: false },
+        Bucket { m: 12, n: 3, k: 2, repacked: false },
+    ];
     entries.insert(buckets[0], entry(buckets[0], TablePlan::Decode, 9.0, 11.0));
     entries.insert(buckets[1], entry(buckets[1], TablePlan::Narrow(Some(4)), 30.0, 40.0));
     entries.insert(buckets[2], entry(buckets[2], TablePlan::Model, 12.5, 12.5));
@@ -20,26 +24,29 @@ fn sample_table() -> PlanTable {
 
 #[test]
 fn buckets_cover_every_shape_and_their_shapes_lie_inside() {
-    assert_eq!(Bucket::of(1, 1, 1), Bucket { m: 0, n: 0, k: 0 });
-    assert_eq!(Bucket::of(2, 512, 512), Bucket { m: 1, n: 0, k: 0 });
-    assert_eq!(Bucket::of(33, 513, 513), Bucket { m: 6, n: 1, k: 1 });
-    assert_eq!(Bucket::of(16384, 32768, 8192), Bucket { m: 14, n: 3, k: 2 });
-    assert_eq!(Bucket::of(1 << 30, 1 << 30, 1 << 30), Bucket { m: 14, n: 4, k: 3 });
+    let b = |m, n, k| Bucket { m, n, k, repacked: false };
+    assert_eq!(Bucket::of(1, 1, 1, false), b(0, 0, 0));
+    assert_eq!(Bucket::of(2, 512, 512, false), b(1, 0, 0));
+    assert_eq!(Bucket::of(33, 513, 513, false), b(6, 1, 1));
+    assert_eq!(Bucket::of(16384, 32768, 8192, false), b(14, 3, 2));
+    assert_eq!(Bucket::of(1 << 30, 1 << 30, 1 << 30, true), Bucket { repacked: true, ..b(14, 4, 3) });
     let all: Vec<Bucket> = Bucket::all().collect();
-    assert_eq!(all.len(), 15 * 5 * 4);
-    for b in all {
-        let shapes = b.shapes();
+    assert_eq!(all.len(), 15 * 5 * 4 * 2);
+    for bucket in all {
+        let shapes = bucket.shapes();
         assert!(!shapes.is_empty() && shapes.len() <= 8);
         for (m, n, k) in shapes {
-            assert_eq!(Bucket::of(m, n, k), b, "{m}×{n}×{k}");
-            assert!(n.is_multiple_of(8) && k.is_multiple_of(8), "the tuned calls read in place");
+            assert_eq!(Bucket::of(m, n, k, bucket.repacked), bucket, "{m}×{n}×{k}");
+            assert!(n.is_multiple_of(8), "{m}×{n}×{k}");
+            // Packed operands: K decides whether they are read in place.
+            assert_eq!(k.is_multiple_of(8), !bucket.repacked, "{m}×{n}×{k}");
         }
     }
 }
 
 #[test]
 fn plans_print_and_parse_and_apply_their_knobs() {
-    let every = TablePlan::candidates(Bucket { m: 0, n: 0, k: 0 });
+    let every = TablePlan::candidates(Bucket { m: 0, n: 0, k: 0, repacked: false });
     assert!(every.contains(&TablePlan::Decode) && every.contains(&TablePlan::Cuda));
     for plan in every {
         assert_eq!(TablePlan::parse(&plan.to_string()), Some(plan));
@@ -47,8 +54,10 @@ fn plans_print_and_parse_and_apply_their_knobs() {
     for bad in ["", "wide/", "wide/k", "narrow/kx", "pingpong/k2", "Decode", "widek2"] {
         assert_eq!(TablePlan::parse(bad), None, "{bad}");
     }
-    let big = TablePlan::candidates(Bucket { m: 6, n: 0, k: 0 });
+    let big = TablePlan::candidates(Bucket { m: 6, n: 0, k: 0, repacked: false });
     assert!(!big.contains(&TablePlan::Decode) && !big.contains(&TablePlan::Cuda));
+    let repacked = TablePlan::candidates(Bucket { m: 0, n: 0, k: 0, repacked: true });
+    assert!(!repacked.contains(&TablePlan::Decode) && repacked.contains(&TablePlan::Gather));
     let p = GemmProblem::new(100, 4096, 4096);
     let narrow = TablePlan::Narrow(Some(4)).apply(&p);
     assert_eq!(
@@ -67,9 +76,10 @@ fn a_table_round_trips_through_its_text() {
     let table = sample_table();
     let text = table.to_text();
     assert_eq!(PlanTable::parse(&text).unwrap(), table);
-    assert_eq!(table.entry(1, 4000, 1000).unwrap().plan, TablePlan::Decode);
-    assert_eq!(table.entry(100, 5000, 5000).unwrap().plan, TablePlan::Narrow(Some(4)));
-    assert!(table.entry(100, 5000, 50000).is_none());
+    assert_eq!(table.entry(1, 4000, 1000, false).unwrap().plan, TablePlan::Decode);
+    assert_eq!(table.entry(100, 5000, 5000, false).unwrap().plan, TablePlan::Narrow(Some(4)));
+    assert!(table.entry(100, 5000, 50000, false).is_none());
+    assert!(table.entry(1, 4000, 1000, true).is_none());
 }
 
 /// Every single-character corruption of an entry line is rejected (the checksum, or the field
@@ -108,7 +118,11 @@ fn a_corrupted_entry_is_rejected() {
 #[test]
 fn a_wrong_plan_is_rejected_even_with_a_valid_checksum() {
     let base = sample_table();
-    let (b6, b4, b1) = (Bucket { m: 6, n: 0, k: 0 }, Bucket { m: 4, n: 0, k: 0 }, Bucket { m: 1, n: 0, k: 0 });
+    let (b6, b4, b1) = (
+        Bucket { m: 6, n: 0, k: 0, repacked: false },
+        Bucket { m: 4, n: 0, k: 0, repacked: false },
+        Bucket { m: 1, n: 0, k: 0, repacked: false },
+    );
     let mut short = entry(b1, TablePlan::Gather, 5.0, 9.0);
     short.model_plans.pop();
     let wrong = [
@@ -120,15 +134,16 @@ fn a_wrong_plan_is_rejected_even_with_a_valid_checksum() {
         (b1, entry(b1, TablePlan::Gather, f64::NAN, 9.0)),
         (b1, entry(b1, TablePlan::Gather, -1.0, 9.0)),
         (b1, short),
+        (Bucket { repacked: true, ..b1 }, entry(Bucket { repacked: true, ..b1 }, TablePlan::Decode, 5.0, 9.0)),
     ];
     for (bucket, entry) in wrong {
         let mut table = base.clone();
         table.entries.insert(bucket, entry.clone());
         assert!(PlanTable::parse(&table.to_text()).is_err(), "{bucket:?} {entry:?}");
     }
-    let b15 = Bucket { m: 15, n: 0, k: 0 };
+    let b15 = Bucket { m: 15, n: 0, k: 0, repacked: false };
     let outside = PlanTable {
-        entries: [(b15, entry(Bucket { m: 14, n: 0, k: 0 }, TablePlan::Model, 1.0, 1.0))].into(),
+        entries: [(b15, entry(Bucket { m: 14, n: 0, k: 0, repacked: false }, TablePlan::Model, 1.0, 1.0))].into(),
         ..base.clone()
     };
     let mut bad_class = base.to_text();
@@ -138,7 +153,7 @@ fn a_wrong_plan_is_rejected_even_with_a_valid_checksum() {
 
 #[test]
 fn the_tuner_keeps_a_fast_wrong_plan_out_and_needs_a_clear_gain() {
-    let bucket = Bucket { m: 3, n: 2, k: 2 };
+    let bucket = Bucket { m: 3, n: 2, k: 2, repacked: false };
     let model = measured(TablePlan::Model, &[10.0, 20.0], true);
     // The fastest candidate failed its float64 check: never chosen.
     let wrong = measured(TablePlan::Gather, &[1.0, 2.0], false);
@@ -152,7 +167,7 @@ fn the_tuner_keeps_a_fast_wrong_plan_out_and_needs_a_clear_gain() {
     // A candidate missing a shape, or not admissible in the bucket, is not a winner.
     let partial = Measurement { plan: TablePlan::Cuda, times_us: vec![Some(1.0), None], verified: true };
     assert_eq!(choose_entry(bucket, &[model.clone(), partial], plans()).unwrap().plan, TablePlan::Model);
-    let big = Bucket { m: 9, n: 2, k: 2 };
+    let big = Bucket { m: 9, n: 2, k: 2, repacked: false };
     assert_eq!(choose_entry(big, &[model.clone(), decode.clone()], plans()).unwrap().plan, TablePlan::Model);
     // No verified model: no entry at all.
     assert!(choose_entry(bucket, &[measured(TablePlan::Model, &[10.0, 20.0], false), decode], plans()).is_err());
@@ -174,6 +189,7 @@ fn the_shipped_tables_parse_and_agree_with_the_cost_model() {
         for (bucket, entry) in &table.entries {
             assert!(entry.plan_us <= entry.model_us, "{bucket:?}");
             for ((m, n, k), recorded) in bucket.shapes().into_iter().zip(&entry.model_plans) {
+                // Packed shapes: K alone decides whether the operands are repacked.
                 let now = model_plan(m, n, k, "bf16", "bf16", table.sms).unwrap();
                 assert_eq!(now, *recorded, "{}: {m}×{n}×{k} — the cost model changed, re-tune", table.device);
             }
