@@ -23,7 +23,7 @@
 //! Run: `cargo bench --bench kernels -- gemm_sweep` (on a GPU machine: `.gpu/bench gemm_sweep`). Arguments:
 //! `list` (print the shapes and an estimate of the run time, then exit; needs no GPU), `quick`
 //! (about 30 rows across every regime), `filter=<substring>` (only groups containing it, e.g.
-//! `filter=Llama`, `filter=random`). Writes `gemm_sweep.csv` and `gemm_sweep.svg` to `$OUT` (or
+//! `filter=Llama`, `filter=random`), `shape=MxNxK[,MxNxK…]` (only those shapes). Writes `gemm_sweep.csv` and `gemm_sweep.svg` to `$OUT` (or
 //! the current directory). Exits non-zero, after writing both, when a row errors or our result
 //! fails its check (cuBLAS outside the tolerance is reported only).
 
@@ -384,7 +384,20 @@ pub fn main() -> Result<()> {
     let filter = args.iter().find_map(|a| a.strip_prefix("filter="));
     let all = shapes::sweep();
     shapes::check(&all);
-    let rows = shapes::select(all, quick, filter);
+    let mut rows = shapes::select(all, quick, filter);
+    // `shape=MxNxK[,MxNxK…]`: only those shapes (for a profiler, or a row studied alone).
+    if let Some(list) = args.iter().find_map(|a| a.strip_prefix("shape=")) {
+        rows = list
+            .split(',')
+            .map(|dims| {
+                let v: Vec<usize> = dims.split('x').filter_map(|d| d.parse().ok()).collect();
+                match v.as_slice() {
+                    &[m, n, k] if m > 0 && n > 0 && k > 0 => Ok(Shape { group: "shape/arg".into(), m, n, k }),
+                    _ => Err(format!("shape={dims}: expected MxNxK, each ≥ 1")),
+                }
+            })
+            .collect::<std::result::Result<_, _>>()?;
+    }
     if args.iter().any(|a| a == "list") {
         list(&rows);
         return Ok(());

@@ -608,4 +608,12 @@ fn gemm_gather_any_layout_matches_f64() {
         run_case::<bf16, f16>(&Case { c_in_place: true, ..forced.clone() });
         run_case::<f16, f16>(&Case { activation: Activation::None, beta: 0.0, with_c: false, ..forced });
     }
+    // Column groups per block (`gather_col_groups`): eight on a short K over a large output
+    // (ragged N: a block's last groups lie past N), four and two in between, one on a long K.
+    for (m, n, k) in [(6360, 513, 30), (129, 1000, 160), (70, 2001, 300), (40, 3000, 1500), (3, 40, 8)] {
+        let forced = Case { cores: Cores::Gather, b_layout: Layout::RowMajor, ..Case::plain(m, n, k, 1) };
+        assert_eq!(wf.gemm_plan::<bf16, bf16>(&Geometry::of(&forced).problem).unwrap().path, GemmPath::Gather);
+        run_case::<bf16, bf16>(&forced);
+        run_case::<f16, f32>(&Case { alpha: 0.5, beta: 1.0, with_c: true, ..forced });
+    }
 }
