@@ -96,10 +96,8 @@ pub mod gemm_fp8_sm90 {
         SMEM_BYTES <= gemm_sm90::SMEM_BYTES,
         "resident like the GEMM body: the stream-K buffers sized for its grids cover this one's"
     );
-    const _: () = assert!(
-        BLOCK_M * BLOCK_N <= gemm_sm90::PARTIAL_SLOT_FLOATS,
-        "a partial tile fits the body's stream-K slot"
-    );
+    const _: () =
+        assert!(BLOCK_M * BLOCK_N <= gemm_sm90::PARTIAL_SLOT_FLOATS, "a partial tile fits the body's stream-K slot");
 }
 
 /// The scales of the block-scaled FP8 GEMM (layouts of `logic::blockscaled`).
