@@ -19,6 +19,7 @@ use half::bf16;
 use proptest::prelude::*;
 use warpforge::logic::blockscaled::{PROMOTE_EVERY_K, a_scales_len, b_scales_len, k_blocks};
 use warpforge::logic::quant::{self as q, Minifloat};
+use warpforge::logic::schedule::stream_k::StreamKMode;
 use warpforge::{Error, Fp8GemmProblem, ScaleRounding};
 
 use crate::common::{EPS_BF16, gpu, mix, random_f32};
@@ -130,14 +131,24 @@ impl Quantised {
         let promote = (k_blocks(k) + 2) as f64 * EPS_F32;
         let mut want = vec![0.0; m * n];
         let mut tol = vec![0.0; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                let (row, col) = (&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
-                let (sum, abs) = row.iter().zip(col).fold((0.0, 0.0), |(s, t), (x, y)| (s + x * y, t + (x * y).abs()));
-                want[i * n + j] = sum;
-                tol[i * n + j] = (BLOCK_SUM_ERR + promote) * abs + EPS_BF16 * sum.abs() + 1e-30;
+        // Rows in parallel: the larger cases are 10⁹ multiply-adds.
+        let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+        let rows_per = m.div_ceil(threads);
+        std::thread::scope(|scope| {
+            for (chunk, (want, tol)) in want.chunks_mut(rows_per * n).zip(tol.chunks_mut(rows_per * n)).enumerate() {
+                let (a, b) = (&a, &b);
+                scope.spawn(move || {
+                    for (e, (w, t)) in want.iter_mut().zip(tol.iter_mut()).enumerate() {
+                        let (i, j) = (chunk * rows_per + e / n, e % n);
+                        let (row, col) = (&a[i * k..(i + 1) * k], &b[j * k..(j + 1) * k]);
+                        let (sum, abs) =
+                            row.iter().zip(col).fold((0.0, 0.0), |(s, t), (x, y)| (s + x * y, t + (x * y).abs()));
+                        *w = sum;
+                        *t = (BLOCK_SUM_ERR + promote) * abs + EPS_BF16 * sum.abs() + 1e-30;
+                    }
+                });
             }
-        }
+        });
         (want, tol)
     }
 }
@@ -225,8 +236,15 @@ proptest! {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn larger_shapes_on_every_schedule() {
-    for (m, n, k) in [(1024, 2048, 512), (1152, 2304, 1040), (64, 4096, 2048), (200, 768, 4096)] {
+    let wf = &gpu().1;
+    let mut modes = Vec::new();
+    for (m, n, k) in [(1024, 2048, 512), (1152, 2304, 4096), (64, 4096, 7168), (200, 768, 4096)] {
+        modes.push(wf.fp8_gemm_plan(&Fp8GemmProblem::new(m, n, k)).unwrap().schedule);
         run(&Quantised::new(m, n, k, (m * n + k) as u64, true), 0).unwrap();
+    }
+    // On 132 SMs (H200): data-parallel, hybrid, pure, pure.
+    for mode in [StreamKMode::DataParallel, StreamKMode::Hybrid, StreamKMode::Pure] {
+        assert!(modes.contains(&mode), "no {mode:?} case among {modes:?}");
     }
 }
 
