@@ -161,7 +161,8 @@ impl<R: StageRelease, const RING: usize> Consumer<R, RING> {
 
     /// Multiplies the next `slices` (≥ 1; 0 counts as 1) slots into a fresh accumulator and
     /// returns it with its last wgmma group still in flight: call [`Consumer::drain`] before
-    /// reading it.
+    /// reading it. (A promoting hook's result is complete on return, but its last slot is
+    /// still held: `drain` releases it.)
     ///
     /// # Safety
     /// The whole warpgroup calls it convergently; the producer fills these slots in order;
