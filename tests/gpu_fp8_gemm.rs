@@ -359,3 +359,30 @@ fn bad_arguments_are_refused() {
     wf.fp8_gemm(stream, &problem, &a, &sa, &b, &sb, &mut d).unwrap();
     stream.synchronize().unwrap();
 }
+
+/// A stream or any buffer of another CUDA context is refused before anything is launched.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn another_context_is_refused() {
+    let (device, wf) = gpu();
+    let ours = device.stream();
+    let other = cudarc::driver::CudaContext::new_non_primary(0, 0).unwrap();
+    let foreign = other.default_stream();
+    let problem = Fp8GemmProblem::new(4, 128, 128);
+    let e = problem.check().unwrap();
+    let a: CudaSlice<u8> = ours.alloc_zeros(e.a).unwrap();
+    let b: CudaSlice<u8> = ours.alloc_zeros(e.b).unwrap();
+    let sa: CudaSlice<f32> = ours.alloc_zeros(e.a_scales).unwrap();
+    let sb: CudaSlice<f32> = ours.alloc_zeros(e.b_scales).unwrap();
+    let mut d: CudaSlice<bf16> = ours.alloc_zeros(e.d).unwrap();
+    let fa: CudaSlice<u8> = foreign.alloc_zeros(e.a).unwrap();
+    let fsb: CudaSlice<f32> = foreign.alloc_zeros(e.b_scales).unwrap();
+    let mut fd: CudaSlice<bf16> = foreign.alloc_zeros(e.d).unwrap();
+    let invalid = |r: warpforge::Result<()>| matches!(r, Err(Error::InvalidArgument(_)));
+    assert!(invalid(wf.fp8_gemm(&foreign, &problem, &a, &sa, &b, &sb, &mut d)), "foreign stream");
+    assert!(invalid(wf.fp8_gemm(ours, &problem, &fa, &sa, &b, &sb, &mut d)), "foreign A");
+    assert!(invalid(wf.fp8_gemm(ours, &problem, &a, &sa, &b, &fsb, &mut d)), "foreign B scales");
+    assert!(invalid(wf.fp8_gemm(ours, &problem, &a, &sa, &b, &sb, &mut fd)), "foreign D");
+    wf.fp8_gemm(ours, &problem, &a, &sa, &b, &sb, &mut d).unwrap();
+    ours.synchronize().unwrap();
+}
