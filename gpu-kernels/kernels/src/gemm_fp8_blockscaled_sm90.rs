@@ -72,7 +72,14 @@ type Acc = Acc64x128F32;
 /// `plan` over 128 × 128 tiles of one batch and `k_blocks` slices per tile, for the launch's
 /// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory.
 #[inline(always)]
-unsafe fn gemm(a_map: &TensorMap, b_map: &TensorMap, d_map: &TensorMap, p: &GemmParams, plan: &TilePlan, s: &BlockScaleParams) {
+unsafe fn gemm(
+    a_map: &TensorMap,
+    b_map: &TensorMap,
+    d_map: &TensorMap,
+    p: &GemmParams,
+    plan: &TilePlan,
+    s: &BlockScaleParams,
+) {
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
     let a_top = ARing::alloc(&mut smem);
@@ -92,7 +99,8 @@ unsafe fn gemm(a_map: &TensorMap, b_map: &TensorMap, d_map: &TensorMap, p: &Gemm
     // SAFETY: all 384 threads reach it.
     unsafe { sync_threads() };
 
-    let geometry = TileGeometry { block_m: BLOCK_M, block_n: BLOCK_N, raster_rows: plan.raster_rows, ctas_per_worker: 1, rank: 0 };
+    let geometry =
+        TileGeometry { block_m: BLOCK_M, block_n: BLOCK_N, raster_rows: plan.raster_rows, ctas_per_worker: 1, rank: 0 };
     let units = GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
     let worker = block_idx().x;
 
@@ -145,9 +153,8 @@ unsafe fn gemm(a_map: &TensorMap, b_map: &TensorMap, d_map: &TensorMap, p: &Gemm
         let upper = row0 + acc_thread_row(warpgroup::thread_index());
         // SAFETY: `m ≥ 1`; the scales cover M, N and `k_blocks`, and the unit's slices are
         // below `k_blocks` (kernel contract); `n0` is a tile's first column, below N.
-        let scales = unsafe {
-            GroupBlockScales::new(s.a, s.b, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin)
-        };
+        let scales =
+            unsafe { GroupBlockScales::new(s.a, s.b, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin) };
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
         let promoted: Promoted<Acc> = unsafe { consumer.mainloop(unit.slices(), &stage) };

@@ -55,8 +55,7 @@ pub trait BlockScales {
 
 /// The stage of a block-scaled GEMM: the plain SS operands of the slot and the unit's scales.
 #[derive(Clone, Copy)]
-pub struct BlockScaledStage<T, S: SwizzleMode, C, const AR: usize, const BN: usize, const K: usize, const RING: usize>
-{
+pub struct BlockScaledStage<T, S: SwizzleMode, C, const AR: usize, const BN: usize, const K: usize, const RING: usize> {
     /// The slot's operands (this warpgroup's A rows, B).
     pub operands: SsStage<T, S, AR, BN, K, RING>,
     /// The unit's scales.
