@@ -24,7 +24,9 @@
 //! - every buffer and the stream belong to warpforge's CUDA context; the device is sm_90a.
 //!
 //! A partial last K block (K not a multiple of 128) is read zero-filled past K; its scales are
-//! still read (the quantisers define them). Scales should be finite: a NaN or infinite scale
+//! still read (both layouts give the partial group and block a scale; the GPU per-token
+//! quantiser takes only K % 128 == 0, so such an A comes from another quantiser, e.g.
+//! `logic::quant` on the CPU). Scales should be finite: a NaN or infinite scale
 //! poisons the rows or columns it applies to, as in any dequantisation.
 
 use std::sync::Arc;
