@@ -30,6 +30,7 @@
 //! device crate, built by `warpforge-builder` from your build.rs (see `examples/custom-kernel`).
 
 pub mod gemm;
+pub mod gemm_fp8;
 pub mod kernels;
 pub mod ptx;
 pub mod quant;
@@ -41,6 +42,7 @@ pub use gemm::{
     COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, KSplit, Layout,
     PlanSource, PlanTable, TileWidth,
 };
+pub use gemm_fp8::{Fp8GemmExtents, Fp8GemmProblem};
 pub use quant::{DequantOutput, Fp8Format, QuantExtents, QuantInput, QuantScheme, ScaleRounding};
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge::Warpforge;

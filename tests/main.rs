@@ -8,6 +8,7 @@ mod common;
 mod builder;
 mod gpu_dsl_vocab;
 mod gpu_foundation;
+mod gpu_fp8_gemm;
 mod gpu_fuzz;
 mod gpu_gemm;
 mod gpu_gemm_swiglu;

@@ -70,6 +70,50 @@ pub mod gemm_sm90 {
     pub const PARTIAL_SLOT_FLOATS: u32 = BLOCK_M * BLOCK_N;
 }
 
+/// Tile shape and launch shape of the block-scaled FP8 GEMM (`gemm_fp8_blockscaled_*_sm90`):
+/// 128 × 128 tiles, one 128-wide K block of e4m3 per ring slot (128 bytes per row: one
+/// 128-byte swizzle span, four `wgmma` k32 steps, one promotion).
+pub mod gemm_fp8_sm90 {
+    use super::gemm_sm90;
+
+    /// Rows of D per CTA tile (two consumer warpgroups of 64 rows).
+    pub const BLOCK_M: u32 = 128;
+    /// Columns of D per CTA tile: one 128-row block of B's scales.
+    pub const BLOCK_N: u32 = 128;
+    /// K per ring slot (elements = bytes of e4m3): one promotion, one scale of each operand.
+    pub const BLOCK_K: u32 = 128;
+    /// Rows of A per TMA box (one consumer warpgroup's share of the tile).
+    pub const A_BOX_ROWS: u32 = 64;
+    /// Ring depth: six 32 KiB slots.
+    pub const STAGES: u32 = 6;
+    /// Threads per CTA: one producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = gemm_sm90::THREADS;
+    /// Dynamic shared memory: the ring, the 16-bit output staging (BLOCK_M × EPILOGUE_COLS),
+    /// the ring's barriers and alignment slack.
+    pub const SMEM_BYTES: u32 =
+        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K + BLOCK_M * gemm_sm90::EPILOGUE_COLS * 2 + 2 * STAGES * 8 + 1024;
+    const _: () = assert!(
+        SMEM_BYTES <= gemm_sm90::SMEM_BYTES,
+        "resident like the GEMM body: the stream-K buffers sized for its grids cover this one's"
+    );
+    const _: () =
+        assert!(BLOCK_M * BLOCK_N <= gemm_sm90::PARTIAL_SLOT_FLOATS, "a partial tile fits the body's stream-K slot");
+}
+
+/// The scales of the block-scaled FP8 GEMM (layouts of `logic::blockscaled`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockScaleParams {
+    /// Device address of A's per-token scales: f32, `scales[kb · a_pitch + row]`.
+    pub a: u64,
+    /// Device address of B's 128 × 128 block scales: f32, `scales[(n / 128) · k_blocks + kb]`.
+    pub b: u64,
+    /// f32 between K blocks of A's scales: `round_up(M, 4)`.
+    pub a_pitch: u32,
+    /// K blocks: `ceil(K / 128)`.
+    pub k_blocks: u32,
+}
+
 /// What the persistent-scheduler test kernel records per tile.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -137,7 +181,9 @@ pub mod elements {
 
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
-    use super::{DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan};
+    use super::{
+        BlockScaleParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan,
+    };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
     pub type Saxpy<E> = (u64, f32, In<E>, Out<E>);
@@ -154,6 +200,9 @@ pub mod signatures {
     pub type Pack = (PackParams,);
     /// Every sm_90 GEMM-body entry (plain and SwiGLU): `(a_map, b_map, d_map, params, plan)`.
     pub type GemmSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan);
+    /// The block-scaled FP8 GEMM (`gemm_fp8_blockscaled_*_sm90`): `(a_map, b_map, d_map,
+    /// params, plan, scales)`.
+    pub type GemmFp8Sm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams);
     /// The decode GEMM on the CUDA cores (`gemm_skinny_*`): `(params, operands)`.
     pub type GemmSkinny = (GemmParams, SkinnyOperands);
     /// The `mma.sync` GEMMs (`gemm_decode_*`, `gemm_gather_*`): `(params, operands)`.
@@ -238,6 +287,9 @@ pub mod entries {
     pub const GEMM_SWIGLU_BF16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_narrow_sm90");
     /// Fused gate-up + SwiGLU, f16, narrow tiles.
     pub const GEMM_SWIGLU_F16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_narrow_sm90");
+    /// Block-scaled FP8 GEMM: e4m3 A (per-token 1 × 128 scales) times e4m3 Bᵀ (128 × 128 block
+    /// scales), promoted into f32 every 128 K, bf16 output.
+    pub const GEMM_FP8_BLOCKSCALED_BF16: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_sm90");
     /// Decode GEMM (≤ 8 rows) without tensor cores, bf16 inputs, bf16 output.
     pub const GEMM_SKINNY_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_bf16_sm90");
     /// bf16 inputs, f16 output.

@@ -17,6 +17,8 @@ pub mod gemm_bf16_ws_persistent_sm90;
 pub mod gemm_decode_sm90;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_epilogue;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod gemm_fp8_blockscaled_sm90;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]

@@ -16,6 +16,18 @@ pub const fn acc_coord(thread: u32, reg: u32) -> (u32, u32) {
     (row, col)
 }
 
+/// The upper of the two tile rows warpgroup thread `thread` holds in an m64nN accumulator:
+/// `16 · warp + lane / 4` (every register's row is this or this + 8, [`acc_row_offset`]). A
+/// per-row factor (an FP8 GEMM's row scales) needs only these two rows per thread.
+pub const fn acc_thread_row(thread: u32) -> u32 {
+    16 * (thread / 32) + (thread % 32) / 4
+}
+
+/// Row of accumulator register `reg` relative to [`acc_thread_row`]: 0 or 8.
+pub const fn acc_row_offset(reg: u32) -> u32 {
+    8 * ((reg / 2) % 2)
+}
+
 /// Inverse of [`acc_coord`]: the (thread, register) holding accumulator element (`row`, `col`).
 pub const fn acc_owner(row: u32, col: u32) -> (u32, u32) {
     let thread = 32 * (row / 16) + 4 * (row % 8) + (col % 8) / 2;
@@ -55,6 +67,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::vec;
+
+    #[test]
+    fn accumulator_rows_are_the_thread_row_or_eight_below() {
+        for thread in 0..WARPGROUP_THREADS {
+            for reg in 0..128 {
+                let (row, _) = acc_coord(thread, reg);
+                assert_eq!(row, acc_thread_row(thread) + acc_row_offset(reg), "thread {thread} reg {reg}");
+            }
+        }
+    }
 
     #[test]
     fn accumulator_map_is_a_bijection_onto_every_tile() {

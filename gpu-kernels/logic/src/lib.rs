@@ -6,6 +6,7 @@
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
 
+pub mod blockscaled;
 pub mod clc;
 pub mod fragment;
 pub mod kernel_attrs;

@@ -197,6 +197,9 @@ unsafe impl KernelParam for warpforge_abi::GemmParams {}
 // their checked constructors, so the enum holds a valid discriminant. That the plan matches the
 // launch's grid is the launcher's contract.
 unsafe impl KernelParam for warpforge_abi::TilePlan {}
+// SAFETY: #[repr(C)] struct of two device addresses and two u32 (24 bytes); the launcher that
+// fills it vouches for the addresses.
+unsafe impl KernelParam for warpforge_abi::BlockScaleParams {}
 // SAFETY: #[repr(C)] struct of u64 sizes and device addresses (80 bytes), as above.
 unsafe impl KernelParam for warpforge_abi::PackParams {}
 // SAFETY: #[repr(C)] struct of u64 pitches and device addresses and two u32 (56 bytes), as

@@ -10,7 +10,9 @@
 //!   accumulator with one wgmma group in flight: it waits for slot `s`, issues its wgmmas
 //!   through the kernel's [`StageMma`] (the hook per K block: a plain `mma`, or an FP8 kernel's
 //!   issue-and-promote), waits until at most that group is pending, and only then releases slot
-//!   `s − 1`, whose readers have completed. The loop is a do-while (at least one slice): a
+//!   `s − 1`, whose readers have completed. A promoting hook ([`StageMma::PROMOTES`], e.g.
+//!   [`super::blockscaled`]) instead waits for slot `s`'s own group, folds its partial product
+//!   into the running sum ([`StageMma::promote`]) and releases slot `s` at once. The loop is a do-while (at least one slice): a
 //!   zero-trip path would hand the accumulator to the final wait from ordinary moves and ptxas
 //!   would serialise every wgmma (C7515). [`Consumer::drain`] retires the last group and its
 //!   slot, so a kernel can act between the last issue and that wait (a ping-pong turn hand-over).
@@ -26,16 +28,42 @@ use crate::tile::{SmemTile, SmemTileRing, SwizzleMode};
 use crate::warpgroup::acc::{Accumulator, WgmmaSs};
 use crate::warpgroup::{self, KMajor, SmemOperand, WgmmaElement};
 
+/// What a consumer's main loop accumulates into: a wgmma accumulator tile, or a tile plus the
+/// registers a promoting hook keeps beside it ([`super::blockscaled::Promoted`]).
+pub trait MainloopAcc: Copy {
+    /// The value a unit's main loop starts from.
+    const START: Self;
+}
+
+impl<A: Accumulator> MainloopAcc for A {
+    const START: Self = A::ZERO;
+}
+
 /// Issues the wgmmas of one ring slot into an accumulator: the consumer's per-K-block hook.
 pub trait StageMma<A> {
-    /// Issues the wgmmas reading slot `stage` into `acc` (`accumulate = false` on a unit's first
-    /// slice: the product overwrites `acc`).
+    /// Whether each slot's wgmmas must complete before the consumer goes on: the consumer then
+    /// waits for the slot's group, calls [`StageMma::promote`] and releases the slot at once
+    /// (no group stays in flight across slots). `false`: one group stays in flight and the
+    /// previous slot is released.
+    const PROMOTES: bool = false;
+
+    /// Issues the wgmmas reading slot `stage` into `acc`; `slice` counts the unit's slices from
+    /// 0 (a plain hook overwrites `acc` on slice 0 and accumulates after).
     ///
     /// # Safety
     /// The whole warpgroup calls it convergently after `warpgroup::fence` and before
     /// `warpgroup::commit`; slot `stage` holds landed data that stays unmodified until a wait
     /// covers these wgmmas.
-    unsafe fn issue(&self, acc: &mut A, stage: u32, accumulate: bool);
+    unsafe fn issue(&self, acc: &mut A, stage: u32, slice: u32);
+
+    /// Folds the slot's completed product into `acc` (promoting hooks only). It must not read
+    /// the slot: the consumer's leader releases it right after its own call returns.
+    ///
+    /// # Safety
+    /// The whole warpgroup calls it convergently after a `warpgroup::wait` covering the wgmmas
+    /// of the [`StageMma::issue`] just before.
+    #[inline(always)]
+    unsafe fn promote(&self, _acc: &mut A) {}
 }
 
 /// How a consumer hands a ring slot back to the producer(s) that fill it.
@@ -133,14 +161,15 @@ impl<R: StageRelease, const RING: usize> Consumer<R, RING> {
 
     /// Multiplies the next `slices` (≥ 1; 0 counts as 1) slots into a fresh accumulator and
     /// returns it with its last wgmma group still in flight: call [`Consumer::drain`] before
-    /// reading it.
+    /// reading it. (A promoting hook's result is complete on return, but its last slot is
+    /// still held: `drain` releases it.)
     ///
     /// # Safety
     /// The whole warpgroup calls it convergently; the producer fills these slots in order;
     /// `mma` as [`StageMma::issue`] requires.
     #[inline(always)]
-    pub unsafe fn mainloop<A: Accumulator, M: StageMma<A>>(&mut self, slices: u32, mma: &M) -> A {
-        let mut acc = A::ZERO;
+    pub unsafe fn mainloop<A: MainloopAcc, M: StageMma<A>>(&mut self, slices: u32, mma: &M) -> A {
+        let mut acc = A::START;
         let mut previous = self.state;
         let mut slice = 0;
         loop {
@@ -149,14 +178,29 @@ impl<R: StageRelease, const RING: usize> Consumer<R, RING> {
             // (waited above) and stays until this warpgroup releases it, after a covering wait.
             unsafe {
                 warpgroup::fence();
-                mma.issue(&mut acc, self.state.stage, slice > 0);
+                mma.issue(&mut acc, self.state.stage, slice);
                 warpgroup::commit();
-                warpgroup::wait::<1>();
             }
-            if slice > 0 && self.leader {
-                // SAFETY: the wgmmas reading `previous` completed (at most the newest group is
-                // pending); one release per warpgroup, slot and lap.
-                unsafe { self.release.release(&self.pipe, previous) };
+            if M::PROMOTES {
+                // SAFETY: whole warpgroup; the wait covers the wgmmas `promote` reads.
+                unsafe {
+                    warpgroup::wait::<0>();
+                    mma.promote(&mut acc);
+                }
+                // The wgmmas were the slot's only readers (`promote` reads no shared memory).
+                if slice + 1 < slices && self.leader {
+                    // SAFETY: the wgmmas reading this slot completed; its one release per lap
+                    // (the last slice's is `drain`'s).
+                    unsafe { self.release.release(&self.pipe, self.state) };
+                }
+            } else {
+                // SAFETY: whole warpgroup.
+                unsafe { warpgroup::wait::<1>() };
+                if slice > 0 && self.leader {
+                    // SAFETY: the wgmmas reading `previous` completed (at most the newest group
+                    // is pending); one release per warpgroup, slot and lap.
+                    unsafe { self.release.release(&self.pipe, previous) };
+                }
             }
             previous = self.state;
             self.state.advance();
@@ -205,8 +249,8 @@ where
     A: WgmmaSs<T::Kind, T::Kind>,
 {
     #[inline(always)]
-    unsafe fn issue(&self, acc: &mut A, stage: u32, accumulate: bool) {
+    unsafe fn issue(&self, acc: &mut A, stage: u32, slice: u32) {
         // SAFETY: forwarded to the caller (the trait's contract is `warpgroup::mma`'s).
-        unsafe { warpgroup::mma(acc, &self.a.stage(stage), &self.b.stage(stage), accumulate) };
+        unsafe { warpgroup::mma(acc, &self.a.stage(stage), &self.b.stage(stage), slice > 0) };
     }
 }

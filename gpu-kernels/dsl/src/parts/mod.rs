@@ -6,10 +6,11 @@
 //! init, the register split, then per role a loop over its worker's units from a
 //! [`schedule::TileScheduler`]: the producer fills the ring with [`mainloop::produce`], each
 //! consumer warpgroup multiplies with a [`mainloop::Consumer`] (its per-K-block hook is a
-//! [`mainloop::StageMma`]) and hands its accumulator to an epilogue: [`epilogue::store_staged`]
+//! [`mainloop::StageMma`]; [`blockscaled`] is the FP8 issue-and-promote one) and hands its accumulator to an epilogue: [`epilogue::store_staged`]
 //! or [`epilogue::store_direct`] with the kernel's element math (after register-tile ops such
 //! as [`epilogue::pair_columns`]), or a [`stream_k::PartialSlots`] hand-over.
 
+pub mod blockscaled;
 pub mod epilogue;
 pub mod mainloop;
 pub mod schedule;

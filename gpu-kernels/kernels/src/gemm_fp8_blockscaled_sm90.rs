@@ -1,0 +1,217 @@
+//! Block-scaled FP8 GEMM for Hopper (DeepGEMM's scheme): `D = A·Bᵀ` in bf16, A (M × K) and B
+//! (N × K) e4m3 and K-major, A with one f32 scale per row and 128 K (per-token groups), B with
+//! one per 128 × 128 block, as `logic::quant`'s quantisers write them.
+//!
+//! Algorithm: the persistent, warp-specialised structure of the 16-bit GEMM body
+//! ([`crate::gemm_bf16_ws_persistent_sm90`]) built from the same parts: the host's tile plan
+//! (data-parallel, stream-K or hybrid, `parts::schedule`), the TMA ring (`parts::mainloop`), the
+//! stream-K hand-over (`parts::stream_k`) and the plain GEMM epilogue ([`Linear`]). What differs
+//! is the stage: one ring slot holds one 128-wide K block of e4m3 (128 bytes per row, the
+//! 128-byte swizzle span), and its hook is `parts::blockscaled`'s issue-and-promote: the four
+//! `wgmma.m64n128k32` of the block go into a scratch tile, and once they complete the consumer
+//! adds `scratch · scale_a[row, kb] · scale_b[nb, kb]` into an f32 sum on the CUDA cores
+//! (promotion every `PROMOTE_EVERY_K` = 128). Each thread loads its two rows' A scales and the
+//! tile's B scale from global memory at the start of each block, before the wgmmas, so the loads
+//! overlap them. Out-of-bounds TMA boxes are zero-filled: ragged M and N, and a partial last K
+//! block, need no padding (their scales multiply zeros; rows past M read row M − 1's scale).
+//!
+//! Warp roles (384 threads), as in the body: warpgroup 0 is the producer (one elected thread
+//! issues each slot's three TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
+//! consumers (64 rows × 128 columns each: a 64-register sum and a 64-register scratch per
+//! thread; registers raised to 232), cooperative on 128 × 128 tiles.
+//!
+//! Shared memory: 6 slots × (128 + 128) × 128 B = 192 KiB of ring, 32 KiB of output staging,
+//! the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Performance is not yet measured (no
+//! docs/PERF.md entry); the first version waits for every block's wgmmas before promoting, so
+//! the tensor cores idle during each promotion (a second scratch tile would overlap them).
+
+use warpforge_dsl::abi::gemm_fp8_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
+use warpforge_dsl::abi::gemm_sm90::{CONSUMERS, PARTIAL_SLOT_FLOATS};
+use warpforge_dsl::abi::{BlockScaleParams, GemmParams, TensorMap, TilePlan};
+use warpforge_dsl::logic::fragment::acc_thread_row;
+use warpforge_dsl::logic::schedule::stream_k::UnitRole;
+use warpforge_dsl::num::{Bf16, E4m3};
+use warpforge_dsl::parts::blockscaled::{BlockScaledStage, GroupBlockScales, Promoted};
+use warpforge_dsl::parts::epilogue::Staging;
+use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, produce};
+use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
+use warpforge_dsl::parts::stream_k::PartialSlots;
+use warpforge_dsl::pipeline::{Pipeline, PipelineState};
+use warpforge_dsl::shared::DynamicShared;
+use warpforge_dsl::sync::{NamedBarrier, sync_threads};
+use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
+use warpforge_dsl::warpgroup::acc::Acc64x128F32;
+use warpforge_dsl::{tma, warp, warpgroup};
+
+use crate::gemm_bf16_ws_persistent_sm90::{BlockTarget, TileEpilogue};
+use crate::gemm_epilogue::Linear;
+
+const K_BLOCK: usize = BLOCK_K as usize;
+const RING: usize = STAGES as usize;
+const A_ROWS: usize = A_BOX_ROWS as usize;
+const B_ROWS: usize = BLOCK_N as usize;
+/// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
+const PRODUCER_REGS: u32 = 40;
+const CONSUMER_REGS: u32 = 232;
+
+type ATile = SmemTile<E4m3, A_ROWS, K_BLOCK, Swizzle128B>; // (64, BLOCK_K)
+type BTile = SmemTile<E4m3, B_ROWS, K_BLOCK, Swizzle128B>; // (BLOCK_N, BLOCK_K)
+type ARing = SmemTileRing<E4m3, A_ROWS, K_BLOCK, Swizzle128B, RING>;
+type BRing = SmemTileRing<E4m3, B_ROWS, K_BLOCK, Swizzle128B, RING>;
+/// One consumer warpgroup's 64 × 128 block of D.
+type Acc = Acc64x128F32;
+
+/// The kernel body.
+///
+/// # Safety
+/// `a_map`/`b_map` describe A (K × M × 1) and B (K × N × 1) as bytes with boxes 128 × 64 × 1
+/// and 128 × 128 × 1 under 128-byte swizzle; `d_map` (when `p.d_tma != 0`) D as bf16 N × M × 1
+/// with 64 × 64 × 1 boxes; `p` describes D as on [`GemmParams`] with `alpha = 1`, no C, bias or
+/// activation, `m ≥ 1`; `s` A's and B's scales for M, N and `k_blocks = ceil(K / 128)`;
+/// `plan` over 128 × 128 tiles of one batch and `k_blocks` slices per tile, for the launch's
+/// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory.
+#[inline(always)]
+unsafe fn gemm(
+    a_map: &TensorMap,
+    b_map: &TensorMap,
+    d_map: &TensorMap,
+    p: &GemmParams,
+    plan: &TilePlan,
+    s: &BlockScaleParams,
+) {
+    // Shared-memory plan.
+    let mut smem = DynamicShared::window();
+    let a_top = ARing::alloc(&mut smem);
+    let a_bottom = ARing::alloc(&mut smem);
+    let b_ring = BRing::alloc(&mut smem);
+    let staging = [Staging::<Bf16>::alloc(&mut smem), Staging::<Bf16>::alloc(&mut smem)];
+    // SAFETY: every thread runs this same plan; init precedes the barrier below.
+    let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+
+    // Barrier init.
+    if thread_rank() == 0 {
+        tma::prefetch(a_map);
+        tma::prefetch(b_map);
+        // SAFETY: one thread; each consumer warpgroup releases each slot once per lap.
+        unsafe { pipe.init(CONSUMERS) };
+    }
+    // SAFETY: all 384 threads reach it.
+    unsafe { sync_threads() };
+
+    let geometry =
+        TileGeometry { block_m: BLOCK_M, block_n: BLOCK_N, raster_rows: plan.raster_rows, ctas_per_worker: 1, rank: 0 };
+    let units = GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    let worker = block_idx().x;
+
+    if warpgroup_id() == 0 {
+        // Producer.
+        // SAFETY: the whole warpgroup executes it; the kernel declares threads + min blocks.
+        unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
+        // SAFETY: all 32 lanes of warp 0 call it together.
+        if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
+            let mut state = PipelineState::<RING>::START;
+            let mut index = 0;
+            while let Some(unit) = units.unit(worker, index) {
+                let (m0, n0) = (unit.m0, unit.n0);
+                let load = |stage: u32, slice: u32, full: &warpforge_dsl::mbarrier::Mbarrier| {
+                    let k0 = (slice * BLOCK_K) as i32;
+                    // SAFETY: the maps' boxes match the tiles (host contract); the slot was
+                    // acquired free by `produce`.
+                    unsafe {
+                        tma::load_3d(&a_top.stage(stage), a_map, k0, m0, 0, full);
+                        tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, 0, full);
+                        tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, 0, full);
+                    }
+                };
+                // SAFETY: the one producer thread; each slot gets both warpgroups' A rows and B:
+                // exactly the stage type's bytes (full boxes, out-of-bounds bytes zero-filled).
+                unsafe { produce::<(ATile, ATile, BTile), RING>(&pipe, &mut state, unit.k_begin..unit.k_end, load) };
+                index += 1;
+            }
+        }
+        return;
+    }
+
+    // Consumers.
+    // SAFETY: whole warpgroup; see the producer.
+    unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
+    let half = warpgroup_id() - 1;
+    let a_ring = if half == 0 { a_top } else { a_bottom };
+    let my_staging = if half == 0 { staging[0] } else { staging[1] };
+    // SAFETY: ids 1 and 2 are used only here, each by exactly its warpgroup's 128 threads.
+    let wg_barrier = unsafe { NamedBarrier::<128>::new(1 + half) };
+    let leader = warpgroup::thread_index() == 0;
+    // SAFETY: the host passes a workspace and zeroed flags for the grid whenever it schedules
+    // stream-K units; without them no unit has a Partial or Finalize role.
+    let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
+    let operands = SsStage { a: a_ring, b: b_ring };
+    let mut consumer = Consumer::new(pipe, OwnCta, leader);
+    let mut index = 0;
+    while let Some(unit) = units.unit(block_idx_x_in_place(), index) {
+        let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
+        let upper = row0 + acc_thread_row(warpgroup::thread_index());
+        // SAFETY: `m ≥ 1`; the scales cover M, N and `k_blocks`, and the unit's slices are
+        // below `k_blocks` (kernel contract); `n0` is a tile's first column, below N.
+        let scales =
+            unsafe { GroupBlockScales::new(s.a, s.b, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin) };
+        let stage = BlockScaledStage { operands, scales };
+        // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
+        let promoted: Promoted<Acc> = unsafe { consumer.mainloop(unit.slices(), &stage) };
+        // SAFETY: whole warpgroup, once after the main loop.
+        unsafe { consumer.drain() };
+        let mut acc = promoted.sum;
+        match unit.role {
+            UnitRole::Whole => {}
+            UnitRole::Partial => {
+                // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
+                // first stream-K unit); the sum is complete (promoted after every wait).
+                unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
+                index += 1;
+                continue;
+            }
+            UnitRole::Finalize => {
+                let (_, last) = unit.contributors;
+                // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
+                // partial once (the schedule's contract).
+                unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
+            }
+        }
+        let target = BlockTarget {
+            p,
+            d_map,
+            staging: &my_staging,
+            barrier: &wg_barrier,
+            leader,
+            batch: 0,
+            row0,
+            col0: unit.n0 as u32,
+        };
+        // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
+        unsafe { <Linear<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
+        index += 1;
+    }
+    if leader && p.d_tma != 0 {
+        // The staged tiles must stay readable until the last stores have read them.
+        tma::wait_group::<0>();
+    }
+}
+
+/// Block-scaled FP8 GEMM, bf16 output; see the module docs, [`GemmParams`] and
+/// [`BlockScaleParams`].
+///
+/// # Safety
+/// See `gemm`: tensor maps and parameters as the host launcher (`warpforge::gemm_fp8`) builds
+/// them.
+#[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
+pub unsafe fn gemm_fp8_blockscaled_bf16_sm90(
+    #[grid_constant] a_map: &TensorMap,
+    #[grid_constant] b_map: &TensorMap,
+    #[grid_constant] d_map: &TensorMap,
+    params: GemmParams,
+    plan: TilePlan,
+    scales: BlockScaleParams,
+) {
+    // SAFETY: forwarded to the launcher's contract.
+    unsafe { gemm(a_map, b_map, d_map, &params, &plan, &scales) }
+}

@@ -1,0 +1,397 @@
+//! Block-scaled FP8 GEMM on Hopper: `D = A·Bᵀ`, A and B e4m3 with the scales of warpforge's
+//! FP8 quantisers, D bf16; the typed entry point, its argument checks and its plan.
+//!
+//! The operands are what [`QuantScheme`](crate::QuantScheme)'s per-token and per-block
+//! quantisers produce (`logic::quant` states the layouts):
+//! - A: M × K e4m3 bytes, row-major (pitch K), with f32 scales per row and 128 K (per-token
+//!   groups), MN-major: `a_scales[(k / 128) · round_up(M, 4) + row]`;
+//! - B: N × K e4m3 bytes, row-major (a linear layer's weight, pitch K), with f32 scales per
+//!   128 × 128 block: `b_scales[(n / 128) · ceil(K / 128) + k / 128]`;
+//! - D: M × N bf16, row-major with pitch `ldd` (≥ N; 0 means N).
+//!
+//! `D[i, j] = Σ_kb scale_a[i, kb] · scale_b[j / 128, kb] · Σ_{k in kb} A[i, k] · B[j, k]`: the
+//! tensor cores sum each 128-wide K block exactly in f32, and the kernel adds the scaled block
+//! sums into an f32 accumulator (promotion every 128 K), then rounds to bf16 once.
+//!
+//! **Rules** ([`Fp8GemmProblem::check`] and [`Warpforge::fp8_gemm`] refuse everything else
+//! with [`Error::InvalidArgument`] naming the rule):
+//! - M, N ≥ 1; K ≥ 16 and a multiple of 16 (TMA reads rows of 16-byte multiples); M, N, K
+//!   below 2^31; `ldd` ≥ N (or 0) and at most [`MAX_PITCH`](crate::gemm::MAX_PITCH);
+//! - A holds at least M·K bytes, B N·K, `a_scales` `round_up(M, 4) · ceil(K / 128)` f32,
+//!   `b_scales` `ceil(N / 128) · ceil(K / 128)` f32, D `(M − 1)·ldd + N` elements;
+//! - A, B and both scale buffers start 16-byte aligned (D needs no alignment beyond its
+//!   element's: it is written by TMA stores when its base and pitch allow, else directly);
+//! - every buffer and the stream belong to warpforge's CUDA context; the device is sm_90a.
+//!
+//! A partial last K block (K not a multiple of 128) is read zero-filled past K; its scales are
+//! still read (both layouts give the partial group and block a scale; the GPU per-token
+//! quantiser takes only K % 128 == 0, so such an A comes from another quantiser, e.g.
+//! `logic::quant` on the CPU). Scales should be finite: a NaN or infinite scale
+//! poisons the rows or columns it applies to, as in any dequantisation.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use half::bf16;
+use warpforge_abi::gemm_fp8_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS};
+use warpforge_abi::gemm_sm90::STORE_BOX_COLS;
+use warpforge_abi::{BlockScaleParams, GemmParams, TensorMap, TilePlan, entries};
+use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
+use warpforge_host::{Error, LaunchConfig, Result};
+use warpforge_logic::blockscaled::{a_scales_len, b_scales_len, k_blocks};
+use warpforge_logic::quant::group_scale_pitch;
+use warpforge_logic::schedule::heuristic::{
+    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
+};
+use warpforge_logic::schedule::stream_k::{StreamKMode, StreamKScheduler};
+use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
+
+use crate::Warpforge;
+use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, TileWidth, check};
+
+/// K must be a multiple of this many elements (16 bytes of e4m3: TMA's row-pitch unit).
+pub const FP8_K_ALIGN: usize = 16;
+/// Byte alignment of the base addresses of A, B and both scale buffers.
+pub const FP8_BASE_ALIGN: u64 = 16;
+
+/// The shape of one block-scaled FP8 GEMM (see the module docs for layouts and rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fp8GemmProblem {
+    /// Rows of A and D.
+    pub m: usize,
+    /// Rows of B, columns of D.
+    pub n: usize,
+    /// The reduction length: columns of A and B.
+    pub k: usize,
+    /// Row pitch of D in elements; 0 means N.
+    pub ldd: usize,
+}
+
+/// What a valid [`Fp8GemmProblem`] reads and writes (elements of each buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fp8GemmExtents {
+    /// D's row pitch.
+    pub ldd: usize,
+    /// Bytes of A read: M·K.
+    pub a: usize,
+    /// f32 of A's scales read: `round_up(M, 4) · ceil(K / 128)`.
+    pub a_scales: usize,
+    /// Bytes of B read: N·K.
+    pub b: usize,
+    /// f32 of B's scales read: `ceil(N / 128) · ceil(K / 128)`.
+    pub b_scales: usize,
+    /// Elements of D written up to the last: `(M − 1)·ldd + N`.
+    pub d: usize,
+    /// A's scale pitch: `round_up(M, 4)`.
+    pub a_scale_pitch: usize,
+    /// K blocks: `ceil(K / 128)`.
+    pub k_blocks: usize,
+}
+
+impl Fp8GemmProblem {
+    /// An `m × n × k` problem with a packed D (`ldd = n`).
+    pub fn new(m: usize, n: usize, k: usize) -> Self {
+        Fp8GemmProblem { m, n, k, ldd: 0 }
+    }
+
+    /// Checks the shape rules and returns the extents (pure, checked arithmetic).
+    pub fn check(&self) -> Result<Fp8GemmExtents> {
+        let Fp8GemmProblem { m, n, k, ldd } = *self;
+        check(m >= 1 && n >= 1, || format!("FP8 GEMM needs M, N ≥ 1 (got M = {m}, N = {n})"))?;
+        check(k >= FP8_K_ALIGN && k.is_multiple_of(FP8_K_ALIGN), || {
+            format!("FP8 GEMM needs K a positive multiple of {FP8_K_ALIGN} (16-byte e4m3 rows for TMA); got {k}")
+        })?;
+        check(m < 1 << 31 && n < 1 << 31 && k < 1 << 31, || {
+            format!("FP8 GEMM needs M, N, K < 2^31 (got {m}, {n}, {k})")
+        })?;
+        let ldd = if ldd == 0 { n } else { ldd };
+        check(ldd >= n && ldd <= MAX_PITCH, || format!("ldd must be 0 or in N..=2^48 (N = {n}, ldd = {ldd})"))?;
+        let overflow = || Error::InvalidArgument(format!("FP8 GEMM {m} × {n} × {k}: buffer sizes overflow usize"));
+        let a = m.checked_mul(k).ok_or_else(overflow)?;
+        let b = n.checked_mul(k).ok_or_else(overflow)?;
+        let d = (m - 1).checked_mul(ldd).and_then(|v| v.checked_add(n)).ok_or_else(overflow)?;
+        let a_scales = a_scales_len(m, k).ok_or_else(overflow)?;
+        let b_scales = b_scales_len(n, k).ok_or_else(overflow)?;
+        let a_scale_pitch = group_scale_pitch(m).ok_or_else(overflow)?;
+        Ok(Fp8GemmExtents { ldd, a, a_scales, b, b_scales, d, a_scale_pitch, k_blocks: k_blocks(k) })
+    }
+}
+
+/// Checks each buffer's length and base alignment against `e` (pure: lengths in elements,
+/// addresses as the device sees them).
+pub(crate) fn check_buffers(e: &Fp8GemmExtents, lens: [usize; 5], addrs: [u64; 4]) -> Result<()> {
+    let [a, a_scales, b, b_scales, d] = lens;
+    check(a >= e.a, || format!("A holds {a} bytes, the problem reads {}", e.a))?;
+    check(a_scales >= e.a_scales, || {
+        format!("A's scales hold {a_scales} f32, the problem reads {} (round_up(M, 4) · ceil(K / 128))", e.a_scales)
+    })?;
+    check(b >= e.b, || format!("B holds {b} bytes, the problem reads {}", e.b))?;
+    check(b_scales >= e.b_scales, || {
+        format!("B's scales hold {b_scales} f32, the problem reads {} (ceil(N / 128) · ceil(K / 128))", e.b_scales)
+    })?;
+    check(d >= e.d, || format!("D holds {d} elements, the problem writes {}", e.d))?;
+    for (name, addr) in ["A", "A's scales", "B", "B's scales"].into_iter().zip(addrs) {
+        check(addr.is_multiple_of(FP8_BASE_ALIGN), || {
+            format!("{name} must start {FP8_BASE_ALIGN}-byte aligned (device address {addr:#x})")
+        })?;
+    }
+    Ok(())
+}
+
+/// The schedule of `tiles_m × tiles_n` tiles of `k_blocks` K blocks each on `capacity`
+/// resident CTAs, from `logic::schedule::heuristic` as for the 16-bit GEMM: data-parallel when
+/// the waves are full enough, the hybrid over every resident CTA, or pure stream-K.
+pub(crate) fn fp8_schedule(tiles_m: u32, tiles_n: u32, k_blocks: u32, capacity: u32) -> (StreamKMode, u32) {
+    let capacity = capacity.max(1);
+    let tiles = tiles_m as u64 * tiles_n as u64;
+    let mode = match choose_scheduler(tiles_m, tiles_n, k_blocks, capacity, TileCost::Uniform) {
+        Scheduler::StreamK(mode) => mode,
+        Scheduler::Static | Scheduler::Swizzled { .. } | Scheduler::Dynamic { .. } => StreamKMode::DataParallel,
+    };
+    match mode {
+        StreamKMode::DataParallel => (mode, tiles.min(capacity as u64) as u32),
+        StreamKMode::Pure => {
+            // Fewer tiles than CTAs, so `tiles` fits u32.
+            let grid = pure_stream_k_grid(tiles as u32, k_blocks, capacity, STREAM_K_MAX_SPLITS);
+            if grid as u64 == tiles { (StreamKMode::DataParallel, grid) } else { (mode, grid) }
+        }
+        StreamKMode::Hybrid => (mode, capacity),
+    }
+}
+
+/// The tile plan the kernel follows for `e` on `grid` CTAs in `mode`: 128 × 128 tiles in bands
+/// of up to 8 tile rows along M.
+fn fp8_tile_plan(m: usize, n: usize, k_blocks: u32, mode: StreamKMode, grid: u32) -> Result<TilePlan> {
+    let tiles_m = m.div_ceil(BLOCK_M as usize) as u32;
+    let tiles_n = n.div_ceil(BLOCK_N as usize) as u32;
+    let raster = Rasterization::try_new(tiles_m, tiles_n, tiles_m.clamp(1, 8), Raster::AlongM)
+        .ok_or_else(|| Error::InvalidArgument(format!("{tiles_m} × {tiles_n} tiles; at most 2^32 - 1")))?;
+    let units = StreamKScheduler::try_new(raster.tile_count(), k_blocks, grid, mode).ok_or_else(|| {
+        Error::InvalidArgument(format!("{} tiles × {k_blocks} K blocks: too many to split", raster.tile_count()))
+    })?;
+    Ok(TilePlan { raster, units, raster_rows: tiles_m })
+}
+
+impl Warpforge {
+    /// Runs the block-scaled FP8 GEMM `D = A·Bᵀ` (bf16 D) on `stream`; see the module docs
+    /// ([`crate::gemm_fp8`]) for the layouts and the rules every argument must meet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn fp8_gemm(
+        &self,
+        stream: &Arc<CudaStream>,
+        problem: &Fp8GemmProblem,
+        a: &impl DevicePtr<u8>,
+        a_scales: &impl DevicePtr<f32>,
+        b: &impl DevicePtr<u8>,
+        b_scales: &impl DevicePtr<f32>,
+        d: &mut impl DevicePtrMut<bf16>,
+    ) -> Result<()> {
+        self.check_sm90("fp8_gemm")?;
+        let e = problem.check()?;
+        let owners = [&**a.stream(), &**a_scales.stream(), &**b.stream(), &**b_scales.stream(), &**d.stream()];
+        self.module().check_context(stream, &owners)?;
+        let lens = [a.len(), a_scales.len(), b.len(), b_scales.len(), d.len()];
+        // The read guards live to the end of this function, after the launch.
+        let (a_ptr, a_access) = a.device_ptr(stream);
+        let (sa_ptr, sa_access) = a_scales.device_ptr(stream);
+        let (b_ptr, b_access) = b.device_ptr(stream);
+        let (sb_ptr, sb_access) = b_scales.device_ptr(stream);
+        check_buffers(&e, lens, [a_ptr, sa_ptr, b_ptr, sb_ptr])?;
+
+        let plan = self.fp8_gemm_plan(problem)?;
+        let (m, n, k) = (problem.m, problem.n, problem.k);
+        let operand = |ptr: u64, len: usize, rows: usize, box_rows: u32| -> Result<TensorMap> {
+            let builder = TensorMapBuilder::<u8>::new(&[k as u64, rows as u64, 1], &[BLOCK_K, box_rows, 1])
+                .global_strides(&[k as u64, (k * rows) as u64])
+                .swizzle(Swizzle::B128);
+            // SAFETY: `ptr` addresses `len` bytes of the caller's buffer, borrowed for this
+            // call; the map is used only by the launch below.
+            Ok(unsafe { builder.encode_raw(ptr, len as u64)? })
+        };
+        let a_map = operand(a_ptr, lens[0], m, A_BOX_ROWS)?;
+        let b_map = operand(b_ptr, lens[2], n, BLOCK_N)?;
+
+        let kernel = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
+        let mut stream_k_cache = self.stream_k_cache().lock()?;
+        let mut stream_k = if plan.schedule == StreamKMode::DataParallel {
+            None
+        } else {
+            Some(stream_k_cache.buffers(stream, plan.grid)?)
+        };
+        let ((workspace, workspace_access), (flags, flags_access)) = match stream_k.as_mut() {
+            Some(buffers) => {
+                let (workspace, flags) = buffers.device_ptr_mut(stream);
+                ((workspace.0, Some(workspace.1)), (flags.0, Some(flags.1)))
+            }
+            None => ((0, None), (0, None)),
+        };
+
+        let d_len = d.len();
+        let (d_ptr, d_access) = d.device_ptr_mut(stream);
+        // D through TMA stores when its base, row length and pitch are whole 16-byte chunks (TMA
+        // stores clip the innermost edge per 16 bytes); direct stores otherwise.
+        let pitched = |elems: usize| (elems * 2).is_multiple_of(16);
+        let d_tma = d_ptr.is_multiple_of(16) && pitched(n) && pitched(e.ldd);
+        let d_map = if d_tma {
+            let builder = TensorMapBuilder::<bf16>::new(&[n as u64, m as u64, 1], &[STORE_BOX_COLS, A_BOX_ROWS, 1])
+                .global_strides(&[(e.ldd * 2) as u64, (e.ldd * m * 2) as u64])
+                .swizzle(Swizzle::B128);
+            // SAFETY: `d_ptr` addresses `d_len` elements of the caller's D, borrowed mutably for
+            // this call; the map is used only by the launch below.
+            unsafe { builder.encode_raw(d_ptr, (d_len * 2) as u64)? }
+        } else {
+            TensorMap::ZEROED
+        };
+        let params = GemmParams {
+            m: m as u32,
+            n: n as u32,
+            d: d_ptr,
+            c: 0,
+            bias: 0,
+            ldd: e.ldd as u64,
+            ldc: 0,
+            stride_d: 0,
+            stride_c: 0,
+            alpha: 1.0,
+            beta: 0.0,
+            activation: 0,
+            d_tma: d_tma as u32,
+            workspace,
+            flags,
+        };
+        let scales =
+            BlockScaleParams { a: sa_ptr, b: sb_ptr, a_pitch: e.a_scale_pitch as u32, k_blocks: e.k_blocks as u32 };
+        let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
+        let config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        // SAFETY: the A/B maps cover the caller's buffers (lengths checked above, 16-byte
+        // aligned); the D map is used only when `d_tma` is set and covers exactly D; D and both
+        // scale buffers were checked against the problem (`check_buffers`: A's scale pitch
+        // round_up(M, 4) ≤ 2^31, K blocks ≤ 2^24); `m ≥ 1`; the stream-K slots and zeroed flags
+        // cover the grid and are this stream's alone, and the grid is resident, so every
+        // awaited CTA runs.
+        unsafe {
+            kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan.tiles, scales), keep)?;
+        }
+        drop(stream_k_cache);
+        drop((a_access, sa_access, b_access, sb_access));
+        Ok(())
+    }
+
+    /// The plan [`Warpforge::fp8_gemm`] launches for `problem` (after the same shape checks;
+    /// buffers are not needed): the entry, its 128 × 128 tile, the schedule and the grid.
+    pub fn fp8_gemm_plan(&self, problem: &Fp8GemmProblem) -> Result<GemmPlan> {
+        self.check_sm90("fp8_gemm")?;
+        let e = problem.check()?;
+        let entry = entries::GEMM_FP8_BLOCKSCALED_BF16;
+        let kernel = self.entry(entry)?;
+        let capacity = kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
+        let tiles_m = problem.m.div_ceil(BLOCK_M as usize) as u32;
+        let tiles_n = problem.n.div_ceil(BLOCK_N as usize) as u32;
+        let k_blocks = e.k_blocks as u32;
+        let (schedule, grid) = fp8_schedule(tiles_m, tiles_n, k_blocks, capacity);
+        let tiles = fp8_tile_plan(problem.m, problem.n, k_blocks, schedule, grid)?;
+        Ok(GemmPlan {
+            path: GemmPath::TensorCores,
+            entry: entry.name(),
+            consumers: Consumers::Cooperative,
+            tile_width: TileWidth::Narrow,
+            clusters: Clusters::Off,
+            tile: (BLOCK_M, BLOCK_N),
+            schedule,
+            grid,
+            tiles,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const H200_SMS: u32 = 132;
+
+    fn refused(p: Fp8GemmProblem, words: &str) {
+        match p.check() {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains(words), "{p:?}: {msg}"),
+            other => panic!("{p:?} should be refused ({words}), got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn shape_rules() {
+        refused(Fp8GemmProblem::new(0, 8, 128), "M, N ≥ 1");
+        refused(Fp8GemmProblem::new(8, 0, 128), "M, N ≥ 1");
+        refused(Fp8GemmProblem::new(8, 8, 0), "multiple of 16");
+        refused(Fp8GemmProblem::new(8, 8, 8), "multiple of 16");
+        refused(Fp8GemmProblem::new(8, 8, 136 + 4), "multiple of 16");
+        refused(Fp8GemmProblem::new(1 << 31, 8, 128), "< 2^31");
+        refused(Fp8GemmProblem::new(8, 1 << 31, 128), "< 2^31");
+        refused(Fp8GemmProblem::new(8, 8, 1 << 31), "< 2^31");
+        refused(Fp8GemmProblem { ldd: 7, ..Fp8GemmProblem::new(8, 8, 128) }, "ldd");
+        refused(Fp8GemmProblem { ldd: (1 << 48) + 1, ..Fp8GemmProblem::new(8, 8, 128) }, "ldd");
+        let e = Fp8GemmProblem::new(5, 129, 144).check().unwrap();
+        assert_eq!(
+            e,
+            Fp8GemmExtents {
+                ldd: 129,
+                a: 5 * 144,
+                a_scales: 8 * 2,
+                b: 129 * 144,
+                b_scales: 2 * 2,
+                d: 4 * 129 + 129,
+                a_scale_pitch: 8,
+                k_blocks: 2,
+            }
+        );
+        let e = Fp8GemmProblem { ldd: 200, ..Fp8GemmProblem::new(3, 129, 16) }.check().unwrap();
+        assert_eq!((e.ldd, e.d, e.k_blocks, e.a_scales), (200, 2 * 200 + 129, 1, 4));
+    }
+
+    #[test]
+    fn buffer_rules() {
+        let e = Fp8GemmProblem::new(5, 129, 144).check().unwrap();
+        let lens = [e.a, e.a_scales, e.b, e.b_scales, e.d];
+        let aligned = [0x1000, 0x2000, 0x3000, 0x4000];
+        check_buffers(&e, lens, aligned).unwrap();
+        let short = |i: usize, words: &str| {
+            let mut l = lens;
+            l[i] -= 1;
+            match check_buffers(&e, l, aligned) {
+                Err(Error::InvalidArgument(msg)) => assert!(msg.contains(words), "{msg}"),
+                other => panic!("short buffer {i} accepted: {other:?}"),
+            }
+        };
+        short(0, "A holds");
+        short(1, "A's scales hold");
+        short(2, "B holds");
+        short(3, "B's scales hold");
+        short(4, "D holds");
+        for (i, name) in ["A", "A's scales", "B", "B's scales"].into_iter().enumerate() {
+            for off in [1, 4, 8] {
+                let mut addrs = aligned;
+                addrs[i] += off;
+                match check_buffers(&e, lens, addrs) {
+                    Err(Error::InvalidArgument(msg)) => assert!(msg.starts_with(name), "{msg}"),
+                    other => panic!("{name} at +{off} accepted: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn schedules_are_buildable_and_use_stream_k_for_decode_shapes() {
+        for m in [1usize, 7, 64, 128, 129, 1000, 4096, 16384] {
+            for n in [1usize, 100, 4096, 7168, 18432] {
+                for k in [16usize, 112, 128, 2048, 7168] {
+                    let (tm, tn) = (m.div_ceil(128) as u32, n.div_ceil(128) as u32);
+                    let kb = k.div_ceil(128) as u32;
+                    let (mode, grid) = fp8_schedule(tm, tn, kb, H200_SMS);
+                    assert!((1..=H200_SMS).contains(&grid), "{m}×{n}×{k}: grid {grid}");
+                    fp8_tile_plan(m, n, kb, mode, grid).unwrap();
+                }
+            }
+        }
+        // One row, a 4096-wide weight, K = 7168: 32 tiles on 132 SMs split K.
+        assert_eq!(fp8_schedule(1, 32, 56, H200_SMS).0, StreamKMode::Pure);
+    }
+}
