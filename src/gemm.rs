@@ -23,7 +23,7 @@ use warpforge_logic::schedule::stream_k::StreamKMode;
 use crate::Warpforge;
 
 mod decode;
-mod schedule;
+pub(crate) mod schedule;
 pub mod tuned;
 mod variant;
 mod workspace;

@@ -40,13 +40,10 @@ use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
 use warpforge_host::{Error, LaunchConfig, Result};
 use warpforge_logic::blockscaled::{a_scales_len, b_scales_len, k_blocks};
 use warpforge_logic::quant::group_scale_pitch;
-use warpforge_logic::schedule::heuristic::{
-    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
-};
-use warpforge_logic::schedule::stream_k::{StreamKMode, StreamKScheduler};
-use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
+use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
+use crate::gemm::schedule::{GemmSchedule, tile_plan};
 use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, TileWidth, check};
 
 /// K must be a multiple of this many elements (16 bytes of e4m3: TMA's row-pitch unit).
@@ -138,38 +135,14 @@ pub(crate) fn check_buffers(e: &Fp8GemmExtents, lens: [usize; 5], addrs: [u64; 4
     Ok(())
 }
 
-/// The schedule of `tiles_m × tiles_n` tiles of `k_blocks` K blocks each on `capacity`
-/// resident CTAs, from `logic::schedule::heuristic` as for the 16-bit GEMM: data-parallel when
-/// the waves are full enough, the hybrid over every resident CTA, or pure stream-K.
-pub(crate) fn fp8_schedule(tiles_m: u32, tiles_n: u32, k_blocks: u32, capacity: u32) -> (StreamKMode, u32) {
-    let capacity = capacity.max(1);
-    let tiles = tiles_m as u64 * tiles_n as u64;
-    let mode = match choose_scheduler(tiles_m, tiles_n, k_blocks, capacity, TileCost::Uniform) {
-        Scheduler::StreamK(mode) => mode,
-        Scheduler::Static | Scheduler::Swizzled { .. } | Scheduler::Dynamic { .. } => StreamKMode::DataParallel,
-    };
-    match mode {
-        StreamKMode::DataParallel => (mode, tiles.min(capacity as u64) as u32),
-        StreamKMode::Pure => {
-            // Fewer tiles than CTAs, so `tiles` fits u32.
-            let grid = pure_stream_k_grid(tiles as u32, k_blocks, capacity, STREAM_K_MAX_SPLITS);
-            if grid as u64 == tiles { (StreamKMode::DataParallel, grid) } else { (mode, grid) }
-        }
-        StreamKMode::Hybrid => (mode, capacity),
-    }
-}
-
-/// The tile plan the kernel follows for `e` on `grid` CTAs in `mode`: 128 × 128 tiles in bands
-/// of up to 8 tile rows along M.
-fn fp8_tile_plan(m: usize, n: usize, k_blocks: u32, mode: StreamKMode, grid: u32) -> Result<TilePlan> {
+/// The schedule and tile plan of an FP8 launch: the 16-bit GEMM's (`gemm/schedule.rs`: the same
+/// wave and fix-up model, over 128 × 128 tiles of `k_blocks` 128-wide K blocks).
+pub(crate) fn fp8_schedule(m: usize, n: usize, k_blocks: u32, capacity: u32) -> Result<(GemmSchedule, TilePlan)> {
     let tiles_m = m.div_ceil(BLOCK_M as usize) as u32;
     let tiles_n = n.div_ceil(BLOCK_N as usize) as u32;
-    let raster = Rasterization::try_new(tiles_m, tiles_n, tiles_m.clamp(1, 8), Raster::AlongM)
-        .ok_or_else(|| Error::InvalidArgument(format!("{tiles_m} × {tiles_n} tiles; at most 2^32 - 1")))?;
-    let units = StreamKScheduler::try_new(raster.tile_count(), k_blocks, grid, mode).ok_or_else(|| {
-        Error::InvalidArgument(format!("{} tiles × {k_blocks} K blocks: too many to split", raster.tile_count()))
-    })?;
-    Ok(TilePlan { raster, units, raster_rows: tiles_m })
+    let schedule = GemmSchedule::choose(tiles_m, tiles_n, k_blocks, capacity);
+    let tiles = tile_plan(tiles_m, tiles_n, tiles_m, k_blocks, &schedule, 1)?;
+    Ok((schedule, tiles))
 }
 
 impl Warpforge {
@@ -285,12 +258,10 @@ impl Warpforge {
         let entry = entries::GEMM_FP8_BLOCKSCALED_BF16;
         let kernel = self.entry(entry)?;
         let capacity = kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
-        let tiles_m = problem.m.div_ceil(BLOCK_M as usize) as u32;
-        let tiles_n = problem.n.div_ceil(BLOCK_N as usize) as u32;
-        let k_blocks = e.k_blocks as u32;
-        let (schedule, grid) = fp8_schedule(tiles_m, tiles_n, k_blocks, capacity);
-        let tiles = fp8_tile_plan(problem.m, problem.n, k_blocks, schedule, grid)?;
+        let (schedule, tiles) = fp8_schedule(problem.m, problem.n, e.k_blocks as u32, capacity)?;
+        let (schedule, grid) = (schedule.mode, schedule.grid);
         Ok(GemmPlan {
+            chosen_by: crate::PlanSource::Model,
             path: GemmPath::TensorCores,
             entry: entry.name(),
             consumers: Consumers::Cooperative,
@@ -383,15 +354,13 @@ mod tests {
         for m in [1usize, 7, 64, 128, 129, 1000, 4096, 16384] {
             for n in [1usize, 100, 4096, 7168, 18432] {
                 for k in [16usize, 112, 128, 2048, 7168] {
-                    let (tm, tn) = (m.div_ceil(128) as u32, n.div_ceil(128) as u32);
                     let kb = k.div_ceil(128) as u32;
-                    let (mode, grid) = fp8_schedule(tm, tn, kb, H200_SMS);
+                    let grid = fp8_schedule(m, n, kb, H200_SMS).unwrap().0.grid;
                     assert!((1..=H200_SMS).contains(&grid), "{m}×{n}×{k}: grid {grid}");
-                    fp8_tile_plan(m, n, kb, mode, grid).unwrap();
                 }
             }
         }
         // One row, a 4096-wide weight, K = 7168: 32 tiles on 132 SMs split K.
-        assert_eq!(fp8_schedule(1, 32, 56, H200_SMS).0, StreamKMode::Pure);
+        assert_eq!(fp8_schedule(1, 4096, 56, H200_SMS).unwrap().0.mode, StreamKMode::Pure);
     }
 }

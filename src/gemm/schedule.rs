@@ -12,10 +12,10 @@ use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
 
 /// The tile schedule of one launch: its mode, grid and band width.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct GemmSchedule {
-    pub(super) mode: StreamKMode,
-    pub(super) grid: u32,
-    pub(super) raster_group: u32,
+pub(crate) struct GemmSchedule {
+    pub(crate) mode: StreamKMode,
+    pub(crate) grid: u32,
+    pub(crate) raster_group: u32,
 }
 
 impl GemmSchedule {
@@ -25,7 +25,7 @@ impl GemmSchedule {
     /// when there are full waves, and pure stream-K over as many CTAs per tile (at most
     /// `STREAM_K_MAX_SPLITS`) as the fix-up cost model finds worth it (`pure_stream_k_grid`;
     /// none: data-parallel). Bands always run along M (the kernel's rasterisation).
-    pub(super) fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
+    pub(crate) fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
         let capacity = capacity.max(1);
         let tiles = tiles_m as u64 * tiles_n as u64;
         let raster_group = raster_group(tiles_m, tiles_n);
@@ -84,7 +84,7 @@ impl GemmSchedule {
 /// The kernel's schedule for `rows × tiles_n` rasterisation positions (`raster_rows` per batch)
 /// of `k_slices` K slices each, as `schedule` chose it: the tile order and each worker's units,
 /// planned here once so the kernel derives no policy of its own.
-pub(super) fn tile_plan(
+pub(crate) fn tile_plan(
     rows: u32,
     tiles_n: u32,
     raster_rows: u32,
