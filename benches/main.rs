@@ -7,10 +7,13 @@
 //! every bench runs in turn. Benches: `gemm_bf16` (the GEMM on its square, LLM and wave-count
 //! shapes, with each variant forced), `gemm_swiglu` (fused gate-up + SwiGLU against cuBLAS plus
 //! the unfused epilogue), `gemm_sweep` (the 352-shape sweep of model projections and random shapes),
-//! `quant` (the FP8/FP4 quantisation kernels against the copy bandwidth).
+//! `gemm_fp8` (the block-scaled FP8 GEMM against cuBLASLt's blockwise and per-tensor FP8 GEMMs on
+//! the DeepSeek-V3 projections), `quant` (the FP8/FP4 quantisation kernels against the copy
+//! bandwidth).
 
 mod common;
 mod gemm_bf16;
+mod gemm_fp8;
 mod gemm_sweep;
 mod gemm_swiglu;
 mod quant;
@@ -19,10 +22,11 @@ mod quant;
 type Run = fn() -> common::Result<()>;
 
 /// The benches by name, in the order a run without a name takes them.
-const BENCHES: [(&str, Run); 4] = [
+const BENCHES: [(&str, Run); 5] = [
     ("gemm_bf16", gemm_bf16::main),
     ("gemm_swiglu", gemm_swiglu::main),
     ("gemm_sweep", gemm_sweep::main),
+    ("gemm_fp8", gemm_fp8::main),
     ("quant", quant::main),
 ];
 
