@@ -1,3 +1,6 @@
+//! The plan table's CPU tests: buckets, the text format and its rejections, the tuner's
+//! selection rule, and the shipped tables against the cost model.
+
 use super::*;
 
 fn measured(plan: TablePlan, times: &[f64], verified: bool) -> Measurement {
