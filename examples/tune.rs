@@ -6,6 +6,8 @@
 //! Run on the GPU: `cargo run --release --example tune -- [out=<path>] [m=<lo>..<hi>] [list]`.
 //! `out`: where the table goes (default `$OUT/gemm_plans.tsv`, else `./gemm_plans.tsv`; written
 //! again after every bucket). `m=lo..hi`: only the M classes `lo..hi` (`2^(i−1) < M ≤ 2^i`).
+//! `resume=<path>`: start from that table (measured on this device) and tune only the buckets
+//! it lacks.
 //! `list`: print the buckets, shapes and candidates, then exit (no GPU).
 //!
 //! Per shape: the linear layer `D (M×N) = A (M×K) · B (N×K)ᵀ`, bf16 in and out, both operands
@@ -179,6 +181,17 @@ fn main() -> Result<()> {
     let stream = device.stream().clone();
     let timer = BatchTimer::new(device.context())?;
     let attributes = device.attributes();
+    let mut table = match arg("resume=") {
+        Some(path) => {
+            let table = PlanTable::parse(&std::fs::read_to_string(&path)?)?;
+            if table.device != attributes.name || table.sms != attributes.sm_count {
+                return Err(format!("{path} was measured on {} ({} SMs)", table.device, table.sms).into());
+            }
+            table
+        }
+        None => PlanTable { device: attributes.name.clone(), sms: attributes.sm_count, entries: BTreeMap::new() },
+    };
+    let buckets: Vec<Bucket> = buckets.into_iter().filter(|b| !table.entries.contains_key(b)).collect();
     println!("{} ({} SMs): tuning {} buckets into {out}", attributes.name, attributes.sm_count, buckets.len());
 
     let pool_len = buckets
@@ -201,7 +214,6 @@ fn main() -> Result<()> {
     });
     let pool = stream.clone_htod(&host)?;
 
-    let mut table = PlanTable { device: attributes.name.clone(), sms: attributes.sm_count, entries: BTreeMap::new() };
     let started = std::time::Instant::now();
     for bucket in buckets {
         let shapes = bucket.shapes();
