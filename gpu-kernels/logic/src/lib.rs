@@ -6,6 +6,8 @@
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
 
+pub mod acc_rows;
+pub mod attention;
 pub mod clc;
 pub mod fragment;
 pub mod kernel_attrs;
