@@ -70,8 +70,7 @@ pub fn fold_rows<A: Accumulator<Elem = f32>>(acc: &A, init: RowPair, f: impl Fn(
 /// All 32 lanes of the warp call it together (a butterfly shuffle).
 #[inline(always)]
 pub unsafe fn quad_reduce(v: RowPair, f: impl Fn(f32, f32) -> f32) -> RowPair {
-    let mut v = v;
-    for mask in QUAD_SHUFFLE_MASKS {
+    let step = |v: RowPair, mask: u32| {
         // SAFETY: all lanes (contract).
         let (a, b) = unsafe {
             (
@@ -79,9 +78,11 @@ pub unsafe fn quad_reduce(v: RowPair, f: impl Fn(f32, f32) -> f32) -> RowPair {
                 f32::from_bits(warp::shuffle_xor(v.1.to_bits(), mask)),
             )
         };
-        v = RowPair(f(v.0, a), f(v.1, b));
-    }
-    v
+        RowPair(f(v.0, a), f(v.1, b))
+    };
+    // Named, not iterated: an array iterator stays a loop over a stack copy of the masks.
+    let [first, second] = QUAD_SHUFFLE_MASKS;
+    step(step(v, first), second)
 }
 
 /// The maximum of each of this thread's rows (`-inf` for a row of `-inf`s).

@@ -1,0 +1,340 @@
+//! Attention forward for Hopper: `O = softmax(scale · Q·Kᵀ [+ causal mask]) · V` per query
+//! head, bf16 or f16 Q/K/V/O, f32 accumulation, head dimensions 64 and 128, GQA/MQA, an
+//! optional per-row log-sum-exp.
+//!
+//! Algorithm (FlashAttention-2/3's online softmax on wgmma): one CTA per (128-query tile,
+//! query head, sequence). The tile's two consumer warpgroups own 64 query rows each and walk
+//! the keys in blocks of 128: `S = Q·Kᵀ` by SS wgmma (`m64n128k16`, Q and K from shared
+//! memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), the row
+//! maximum over the quad, rescale of the running sums and of O by `2^(m_old − m_new)` *before*
+//! the exponentials, `P = 2^(S·scale·log2 e − m)`, then `O += P·V` by RS wgmma with P rounded
+//! from the S accumulator straight into A fragments (`parts::rows::a_fragment`: no shared
+//! memory, no shuffles) and V read MN-major from shared memory. O is normalised by the row
+//! sums once at the end and stored directly (4-byte pairs, rows past the sequence skipped).
+//! The grid walks the query tiles last first, so causal tiles with the most key blocks start
+//! first.
+//!
+//! GQA: query head `h` reads key/value head `h / group`; the CTAs of a group run side by side
+//! (adjacent `blockIdx.y`), so a K/V block is read from HBM once per group and from L2 by the
+//! rest of the group.
+//!
+//! Warp roles (384 threads):
+//! - warpgroup 0, producer: one elected thread loads Q once (its own barrier) and then the K
+//!   and V boxes of every key block into a ring ([`parts::mainloop::produce`]), registers
+//!   lowered to 40;
+//! - warpgroups 1 and 2, consumers (registers raised to 232): as above, each releasing every
+//!   ring stage once after the wgmmas reading it completed (the ring counts two arrivals).
+//!
+//! Layout: Q, K, V, O packed `[rows, heads, head_dim]`, each sequence's rows contiguous
+//! (`[batch, seq, heads, head_dim]`, or variable length with cumulative offsets); the tensor
+//! maps are 3-D (head_dim, heads, rows) with one box shape, 64 columns × 1 head × 128 rows under
+//! 128-byte swizzle, for all three. A K box may run past its sequence into the next one's rows
+//! (or past the tensor: zero fill); those keys are masked, so their P is 0.
+//!
+//! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and a ring of (K, V) stages of
+//! 128 × d each: 4 stages at d = 64 (144 KiB), 2 at d = 128 (160 KiB). Measured ratio vs
+//! FlashAttention/cuDNN: not yet measured (docs/PERF.md will keep it).
+//!
+//! This first version keeps one wgmma group in flight per warpgroup and waits after each: the
+//! FA3 overlaps (ping-pong between the consumer warpgroups, softmax under the next `Q·Kᵀ`)
+//! are not here yet.
+
+use core::marker::PhantomData;
+
+use warpforge_dsl::abi::attention_sm90::{BLOCK_M, BLOCK_N, CONSUMERS, HEAD_CHUNK};
+use warpforge_dsl::abi::{AttentionParams, TensorMap};
+use warpforge_dsl::logic::acc_rows::{k_steps, slot_row};
+use warpforge_dsl::logic::attention::{block_needs_mask, kv_blocks, visible};
+use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
+use warpforge_dsl::math;
+use warpforge_dsl::mbarrier::{Mbarrier, Phase};
+use warpforge_dsl::num::{Bf16, F16};
+use warpforge_dsl::parts::epilogue::Output;
+use warpforge_dsl::parts::mainloop::produce;
+use warpforge_dsl::parts::rows::{self, Pack16, RowPair};
+use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
+use warpforge_dsl::shared::DynamicShared;
+use warpforge_dsl::sync::sync_threads;
+use warpforge_dsl::thread::{block_idx, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
+use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Accumulator, WgmmaRs, WgmmaSs};
+use warpforge_dsl::warpgroup::{self, WgmmaElement};
+use warpforge_dsl::{tma, warp};
+
+/// Rows of every box: a query tile's rows, a key block's keys.
+const ROWS: usize = BLOCK_N as usize;
+const _: () = assert!(BLOCK_M == BLOCK_N && BLOCK_M == CONSUMERS * WGMMA_M, "one box shape for Q, K and V");
+/// Head-dimension columns of a box.
+const CHUNK: usize = HEAD_CHUNK as usize;
+/// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
+const PRODUCER_REGS: u32 = 40;
+const CONSUMER_REGS: u32 = 232;
+
+/// One box: 128 rows × 64 head columns. // (ROWS, CHUNK)
+type Chunk<T> = SmemTile<T, ROWS, CHUNK, Swizzle128B>;
+/// The scores of one warpgroup's 64 queries against one key block. // (64, BLOCK_N)
+type Scores = Acc64x128F32;
+
+/// What one ring stage receives: the K and V boxes of a key block, `DC` head chunks each.
+struct KvStage<T, const DC: usize>(PhantomData<T>);
+
+impl<T: Copy, const DC: usize> TmaLoad for KvStage<T, DC> {
+    const BYTES: u32 = 2 * DC as u32 * Chunk::<T>::BYTES;
+}
+
+/// Where one sequence's rows lie in the packed tensors, and how many there are.
+#[derive(Clone, Copy)]
+struct Sequence {
+    q_base: u32,
+    q_len: u32,
+    k_base: u32,
+    k_len: u32,
+}
+
+/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets.
+///
+/// # Safety
+/// The offsets (when given) hold `batch + 2` entries at least.
+#[inline(always)]
+unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
+    if p.cu_seqlens_q == 0 {
+        return Sequence { q_base: batch * p.seq_q, q_len: p.seq_q, k_base: batch * p.seq_k, k_len: p.seq_k };
+    }
+    let (cu_q, cu_k) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32);
+    let b = batch as usize;
+    // SAFETY: `batch + 1` is inside both offset arrays (contract).
+    let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
+    Sequence { q_base: q0, q_len: q1 - q0, k_base: k0, k_len: k1 - k0 }
+}
+
+/// The kernel, generic over the element `T`, the output accumulator `O` (64 × `D`), the head
+/// dimension `D` = `DC` chunks of 64, the ring depth and `KCH` = `RING · DC` (the K ring's
+/// boxes).
+///
+/// # Safety
+/// The maps describe Q, K and V as 3-D (head_dim, heads, rows) tensors of `T` with box
+/// 64 × 1 × 128 under 128-byte swizzle (K and V with the key/value heads); `p` as documented on
+/// [`AttentionParams`], its O (and LSE) buffers holding every row of every sequence; grid
+/// (`q_tiles` = ⌈seq_q / 128⌉, heads_q, batch), 384 threads, `attention_sm90::smem_plan(D)` launch bytes.
+#[inline(always)]
+unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, const KCH: usize>(
+    q_map: &TensorMap,
+    k_map: &TensorMap,
+    v_map: &TensorMap,
+    p: &AttentionParams,
+) where
+    T: WgmmaElement + Pack16 + Output,
+    O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
+    Scores: WgmmaSs<T::Kind, T::Kind>,
+{
+    const { assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC, "tile shapes agree") };
+    let (tile, head, batch) = (p.q_tiles - 1 - block_idx().x, block_idx().y, block_idx().z);
+    // SAFETY: the grid's z extent is the batch (contract).
+    let seq = unsafe { sequence(p, batch) };
+    let m0 = tile * BLOCK_M;
+    if m0 >= seq.q_len {
+        // A variable-length sequence shorter than the longest: the whole CTA leaves together.
+        return;
+    }
+    let causal = p.causal != 0;
+    let blocks = kv_blocks(m0, BLOCK_M, seq.q_len, seq.k_len, causal, BLOCK_N);
+
+    // Shared-memory plan (`abi::attention_sm90::smem_plan`).
+    let mut smem = DynamicShared::window();
+    let q_tile = SmemTileRing::<T, ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
+    let k_ring = SmemTileRing::<T, ROWS, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
+    let v_ring = SmemTileMnRing::<T, ROWS, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
+    // SAFETY: every thread runs this same plan; init precedes the barrier below.
+    let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+    // SAFETY: initialised below by thread 0 before the pipeline's init fence, published by the
+    // block barrier.
+    let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
+
+    // Barrier init.
+    if thread_rank() == 0 {
+        tma::prefetch(q_map);
+        tma::prefetch(k_map);
+        tma::prefetch(v_map);
+        // SAFETY: one thread; Q's barrier completes on the producer's one arrival plus Q's
+        // bytes; each consumer warpgroup releases every stage once per lap.
+        unsafe {
+            q_full.init(1);
+            pipe.init(CONSUMERS);
+        }
+    }
+    // SAFETY: all 384 threads reach it.
+    unsafe { sync_threads() };
+
+    if warpgroup_id() == 0 {
+        // Producer.
+        // SAFETY: the whole warpgroup executes it; the kernel declares threads + min blocks.
+        unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
+        // SAFETY: all 32 lanes of warp 0 call it together.
+        if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
+            // `max(1)`: the host passes a group ≥ 1; no division by zero path (and no panic) exists.
+            let kv_head = (head / p.group.max(1)) as i32;
+            let q_row = (seq.q_base + m0) as i32;
+            // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded next.
+            unsafe { q_full.arrive_expect_tx(DC as u32 * Chunk::<T>::BYTES) };
+            for c in 0..DC as u32 {
+                // SAFETY: Q's map has this box (contract); nothing reads the tile before the
+                // barrier completes.
+                unsafe { tma::load_3d(&q_tile.stage(c), q_map, c as i32 * CHUNK as i32, head as i32, q_row, &q_full) };
+            }
+            let load = |stage: u32, block: u32, full: &Mbarrier| {
+                let key_row = (seq.k_base + block * BLOCK_N) as i32;
+                for c in 0..DC as u32 {
+                    let x = c as i32 * CHUNK as i32;
+                    // SAFETY: the maps' boxes are the chunk (contract); the slot was acquired
+                    // free by `produce`.
+                    unsafe {
+                        tma::load_3d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, full);
+                        tma::load_3d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, full);
+                    }
+                }
+            };
+            let mut state = PipelineState::<RING>::START;
+            // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s bytes
+            // (full boxes: out-of-bounds rows are zero-filled).
+            unsafe { produce::<KvStage<T, DC>, RING>(&pipe, &mut state, 0..blocks, load) };
+        }
+        return;
+    }
+
+    // Consumers.
+    // SAFETY: whole warpgroup; see the producer.
+    unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
+    let wg = warpgroup_id() - 1;
+    let t = warpgroup::thread_index();
+    let leader = t == 0;
+    // This warpgroup's first query, and the softmax scale in base-2 units.
+    let q0 = m0 + wg * WGMMA_M;
+    let scale = p.scale_log2;
+    let mut o = O::ZERO;
+    // Per row: the running maximum of `S·scale` (base-2 units) and this thread's partial sum of
+    // the exponentials (the quad's partials are added once, at the end).
+    let mut max = RowPair::splat(f32::NEG_INFINITY);
+    let mut sum = RowPair::splat(0.0);
+    let mut state = PipelineState::<RING>::START;
+    let mut block = 0;
+    q_full.wait_phase(Phase::ZERO);
+    loop {
+        pipe.consumer_wait(state);
+        let mut s = Scores::ZERO;
+        // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and
+        // stay until this warpgroup's release below, after the covering wait.
+        unsafe {
+            warpgroup::fence();
+            for c in 0..DC as u32 {
+                let q = q_tile.stage(c).rows::<{ WGMMA_M as usize }>(wg);
+                warpgroup::mma(&mut s, &q, &k_ring.stage(state.stage * DC as u32 + c), c > 0);
+            }
+            warpgroup::commit();
+            warpgroup::wait::<0>();
+        }
+        if block_needs_mask(block, BLOCK_N, q0, seq.q_len, seq.k_len, causal) {
+            let key0 = block * BLOCK_N;
+            let keep = |r: u32, c: u32| visible(q0 + r, key0 + c, seq.q_len, seq.k_len, causal);
+            rows::mask(&mut s, t, f32::NEG_INFINITY, keep);
+        }
+        // Online softmax: new maximum, rescale the old sums and O, then the exponentials. A row
+        // that has seen only masked keys keeps maximum -inf and subtracts 0 (no -inf - -inf).
+        // SAFETY: every lane of every warp of the warpgroup is here.
+        let block_max = unsafe { rows::row_max(&s) };
+        let new_max = max.zip(block_max, |old, b| old.max(b * scale));
+        let base = new_max.map(|m| if m == f32::NEG_INFINITY { 0.0 } else { m });
+        let alpha = max.zip(base, |old, b| math::exp2_ftz(old - b));
+        rows::exp2_rows(&mut s, scale, base);
+        sum = rows::fold_rows(&s, sum.zip(alpha, |l, a| l * a), |a, b| a + b);
+        rows::scale_rows(&mut o, alpha);
+        max = new_max;
+        // SAFETY: as above; P's fragments are registers the wgmmas read until the wait.
+        unsafe {
+            warpgroup::fence();
+            for k in 0..k_steps(BLOCK_N) {
+                let a = rows::a_fragment::<T, _>(&s, k);
+                warpgroup::mma_rs(&mut o, &a, &v_ring.stage(state.stage), k, true);
+            }
+            warpgroup::commit();
+            warpgroup::wait::<0>();
+        }
+        if leader {
+            // SAFETY: every wgmma reading the stage completed; one release per warpgroup and lap.
+            unsafe { pipe.consumer_release(state) };
+        }
+        state.advance();
+        block += 1;
+        if block >= blocks {
+            break;
+        }
+    }
+
+    // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.
+    // SAFETY: every lane is here.
+    let sum = unsafe { rows::quad_reduce(sum, |a, b| a + b) };
+    rows::scale_rows(&mut o, sum.map(|l| if l > 0.0 { math::rcp(l) } else { 0.0 }));
+    let row_elems = p.heads_q as u64 * D as u64;
+    let o_base = p.o as *mut u32;
+    let mut low = 0.0;
+    o.for_each(|i, v| {
+        if i % 2 == 0 {
+            low = v;
+            return;
+        }
+        // Registers 2j, 2j + 1: columns c, c + 1 of one row.
+        let (r, c) = acc_coord(t, i as u32 - 1);
+        let q = q0 + r;
+        if q < seq.q_len {
+            let element = (seq.q_base + q) as u64 * row_elems + head as u64 * D as u64 + c as u64;
+            // SAFETY: a row of this sequence inside O (contract); `c` is even, so the pair is
+            // 4-byte aligned.
+            unsafe { *o_base.add((element / 2) as usize) = T::staged_pair(low, v) };
+        }
+    });
+    if p.lse != 0 && t % 4 == 0 {
+        for slot in 0..2 {
+            let q = q0 + slot_row(t, slot);
+            if q < seq.q_len {
+                let l = sum.get(slot);
+                let lse = if l > 0.0 { (max.get(slot) + math::log2(l)) * core::f32::consts::LN_2 } else { f32::NEG_INFINITY };
+                // Fixed length: [batch, heads_q, seq_q]; variable length: [heads_q, total rows].
+                let index = if p.cu_seqlens_q == 0 {
+                    (batch as u64 * p.heads_q as u64 + head as u64) * p.seq_q as u64 + q as u64
+                } else {
+                    head as u64 * p.total_q as u64 + (seq.q_base + q) as u64
+                };
+                // SAFETY: inside the LSE buffer (contract).
+                unsafe { *(p.lse as *mut f32).add(index as usize) = lse };
+            }
+        }
+    }
+}
+
+/// `#[kernel]` entries over [`attention`]: name, element, head dimension, output accumulator.
+macro_rules! attention_entries {
+    ($($name:ident: $t:ty, $d:literal, $acc:ty;)*) => {$(
+        /// Attention forward entry point; see the module docs and [`AttentionParams`].
+        ///
+        /// # Safety
+        /// See `attention`: tensor maps and parameters as the host launcher builds them.
+        #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
+        pub unsafe fn $name(
+            #[grid_constant] q_map: &TensorMap,
+            #[grid_constant] k_map: &TensorMap,
+            #[grid_constant] v_map: &TensorMap,
+            params: AttentionParams,
+        ) {
+            const RING: usize = warpforge_dsl::abi::attention_sm90::stages($d) as usize;
+            const DC: usize = $d / CHUNK;
+            // SAFETY: forwarded to the launcher's contract.
+            unsafe { attention::<$t, $acc, $d, DC, RING, { RING * DC }>(q_map, k_map, v_map, &params) }
+        }
+    )*};
+}
+
+attention_entries! {
+    attention_bf16_d64_sm90: Bf16, 64, warpforge_dsl::warpgroup::acc::Acc64x64F32;
+    attention_bf16_d128_sm90: Bf16, 128, Acc64x128F32;
+    attention_f16_d64_sm90: F16, 64, warpforge_dsl::warpgroup::acc::Acc64x64F32;
+    attention_f16_d128_sm90: F16, 128, Acc64x128F32;
+}
