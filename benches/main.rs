@@ -7,8 +7,10 @@
 //! every bench runs in turn. Benches: `gemm_bf16` (the GEMM on its square, LLM and wave-count
 //! shapes, with each variant forced), `gemm_swiglu` (fused gate-up + SwiGLU against cuBLAS plus
 //! the unfused epilogue), `gemm_sweep` (the 352-shape sweep of model projections and random shapes),
-//! `quant` (the FP8/FP4 quantisation kernels against the copy bandwidth).
+//! `quant` (the FP8/FP4 quantisation kernels against the copy bandwidth), `attention` (the
+//! attention forward; its vendor side is `benches/attention_vendor.py`).
 
+mod attention;
 mod common;
 mod gemm_bf16;
 mod gemm_sweep;
@@ -19,11 +21,12 @@ mod quant;
 type Run = fn() -> common::Result<()>;
 
 /// The benches by name, in the order a run without a name takes them.
-const BENCHES: [(&str, Run); 4] = [
+const BENCHES: [(&str, Run); 5] = [
     ("gemm_bf16", gemm_bf16::main),
     ("gemm_swiglu", gemm_swiglu::main),
     ("gemm_sweep", gemm_sweep::main),
     ("quant", quant::main),
+    ("attention", attention::main),
 ];
 
 fn main() -> common::Result<()> {

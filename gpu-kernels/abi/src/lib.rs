@@ -215,7 +215,9 @@ pub mod elements {
 
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
-    use super::{AttentionParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan};
+    use super::{
+        AttentionParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan,
+    };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
     pub type Saxpy<E> = (u64, f32, In<E>, Out<E>);

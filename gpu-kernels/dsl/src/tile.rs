@@ -248,7 +248,14 @@ impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: Swizzle
 /// [`SmemTileMn`]: e.g. attention's V tiles, read MN-major by `O += P·V`), selected by a
 /// runtime stage index. // (STAGES, K, BLOCKS · COLS)
 #[derive(Debug)]
-pub struct SmemTileMnRing<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode, const STAGES: usize> {
+pub struct SmemTileMnRing<
+    T,
+    const K: usize,
+    const COLS: usize,
+    const BLOCKS: usize,
+    S: SwizzleMode,
+    const STAGES: usize,
+> {
     first: SmemTileMn<T, K, COLS, BLOCKS, S>,
 }
 

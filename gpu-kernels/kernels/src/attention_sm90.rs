@@ -296,7 +296,8 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
             let q = q0 + slot_row(t, slot);
             if q < seq.q_len {
                 let l = sum.get(slot);
-                let lse = if l > 0.0 { (max.get(slot) + math::log2(l)) * core::f32::consts::LN_2 } else { f32::NEG_INFINITY };
+                let lse =
+                    if l > 0.0 { (max.get(slot) + math::log2(l)) * core::f32::consts::LN_2 } else { f32::NEG_INFINITY };
                 // Fixed length: [batch, heads_q, seq_q]; variable length: [heads_q, total rows].
                 let index = if p.cu_seqlens_q == 0 {
                     (batch as u64 * p.heads_q as u64 + head as u64) * p.seq_q as u64 + q as u64

@@ -1,0 +1,330 @@
+//! Attention forward (`Warpforge::attention`) against a float64 CPU reference: random shapes
+//! with sequence lengths off the 128-row tiles, `seq_q ≠ seq_k` both ways, GQA groups 1, 4 and
+//! 8, causal (bottom-right aligned) and not, head dimensions 64 and 128, bf16 and f16, ordinary
+//! and large logits (up to about ±60, for the online softmax's stability), with the log-sum-exp
+//! checked and O and LSE poisoned with NaN first (every element written, nothing past the end).
+//! Plus the argument checks: on the CPU for `AttentionProblem::check`, and on the GPU for the
+//! refusals that need buffers (nothing is launched: the output keeps its poison).
+
+use half::{bf16, f16};
+use proptest::prelude::*;
+use warpforge::logic::attention::visible;
+use warpforge::{AttentionElement, AttentionProblem, Error};
+
+use crate::common::{Element, check_all, gpu, random_f32};
+
+/// Cases per property test on the GPU.
+const GPU_CASES: u32 = 24;
+/// Elements of slack after O and LSE, which must keep their poison.
+const TAIL: usize = 37;
+
+/// A test case: the problem, how large the logits get, and the data seed.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    problem: AttentionProblem,
+    /// Q and K uniform in ±`magnitude` (with scale 2 when large: logits of tens).
+    large_logits: bool,
+    seed: u64,
+}
+
+/// The float64 reference of one (sequence, head, query) row: O's `head_dim` values, the LSE,
+/// and Σ p·|v| / Σ p per column (the scale of the P-rounding error).
+struct RowRef {
+    o: Vec<f64>,
+    lse: f64,
+    weighted_abs_v: Vec<f64>,
+    keys: usize,
+}
+
+fn reference_row(p: &AttentionProblem, q: &[f64], k: &[f64], v: &[f64], b: usize, h: usize, i: usize) -> RowRef {
+    let d = p.head_dim;
+    let g = p.heads_q / p.heads_kv;
+    let hk = h / g;
+    let q_row = &q[((b * p.seq_q + i) * p.heads_q + h) * d..][..d];
+    let kv_at = |j: usize| ((b * p.seq_k + j) * p.heads_kv + hk) * d;
+    let logits: Vec<(usize, f64)> = (0..p.seq_k)
+        .filter(|&j| visible(i as u32, j as u32, p.seq_q as u32, p.seq_k as u32, p.causal))
+        .map(|j| {
+            let k_row = &k[kv_at(j)..][..d];
+            (j, p.softmax_scale as f64 * q_row.iter().zip(k_row).map(|(a, b)| a * b).sum::<f64>())
+        })
+        .collect();
+    if logits.is_empty() {
+        return RowRef { o: vec![0.0; d], lse: f64::NEG_INFINITY, weighted_abs_v: vec![0.0; d], keys: 0 };
+    }
+    let max = logits.iter().map(|&(_, s)| s).fold(f64::NEG_INFINITY, f64::max);
+    let mut o = vec![0.0; d];
+    let mut weighted = vec![0.0; d];
+    let mut sum = 0.0;
+    for &(j, s) in &logits {
+        let w = (s - max).exp();
+        sum += w;
+        let v_row = &v[kv_at(j)..][..d];
+        for c in 0..d {
+            o[c] += w * v_row[c];
+            weighted[c] += w * v_row[c].abs();
+        }
+    }
+    RowRef {
+        o: o.iter().map(|x| x / sum).collect(),
+        lse: max + sum.ln(),
+        weighted_abs_v: weighted.iter().map(|x| x / sum).collect(),
+        keys: logits.len(),
+    }
+}
+
+/// Runs `case` on the GPU with element `T` and checks every output element and LSE value.
+fn check_case<T: AttentionElement + Element>(case: &Case) {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let p = &case.problem;
+    let e = p.check().expect("a valid problem");
+    let magnitude = if case.large_logits { 2.0 } else { 1.0 };
+    let data = |salt: u64, n: usize, scale: f32| -> Vec<T> {
+        random_f32(case.seed ^ salt, n, scale).into_iter().map(T::of).collect()
+    };
+    let (q, k, v) = (data(1, e.q, magnitude), data(2, e.kv, magnitude), data(3, e.kv, 1.0));
+    let (dq, dk, dv) = (stream.clone_htod(&q).unwrap(), stream.clone_htod(&k).unwrap(), stream.clone_htod(&v).unwrap());
+    let mut d_o = stream.clone_htod(&vec![T::NAN; e.q + TAIL]).unwrap();
+    let mut d_lse = stream.clone_htod(&vec![f32::NAN; e.lse + TAIL]).unwrap();
+    {
+        let mut o_view = d_o.slice_mut(..e.q);
+        let mut lse_view = d_lse.slice_mut(..e.lse);
+        if let Err(err) = wf.attention(stream, p, &dq, &dk, &dv, &mut o_view, Some(&mut lse_view)) {
+            panic!("{case:?}: attention failed: {err}");
+        }
+    }
+    let got: Vec<f64> = stream.clone_dtoh(&d_o).unwrap().into_iter().map(T::f64).collect();
+    let got_lse: Vec<f32> = stream.clone_dtoh(&d_lse).unwrap();
+    assert!(got[e.q..].iter().all(|x| x.is_nan()), "{case:?}: O written past its end");
+    assert!(got_lse[e.lse..].iter().all(|x| x.is_nan()), "{case:?}: LSE written past its end");
+
+    let f = |x: &[T]| x.iter().map(|v| v.f64()).collect::<Vec<f64>>();
+    let (q, k, v) = (f(&q), f(&k), f(&v));
+    let d = p.head_dim;
+    // One check per (sequence, head, query) row, on all cores.
+    let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
+        let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
+        let r = reference_row(p, &q, &k, &v, b, h, i);
+        let at = ((b * p.seq_q + i) * p.heads_q + h) * d;
+        for c in 0..d {
+            // P rounds to T before P·V (relative EPS each, or the subnormal floor per key), O
+            // rounds once; f32 accumulation and ex2.approx are far below.
+            let tol =
+                2.0 * T::EPS * r.weighted_abs_v[c] + 2.0 * T::EPS * r.o[c].abs() + r.keys as f64 * T::ABS_FLOOR + 1e-6;
+            let x = got[at + c];
+            // NaN (unwritten) fails too.
+            let within = (x - r.o[c]).abs() <= tol;
+            if !within {
+                return Some(format!("O[b{b} h{h} q{i} c{c}] = {x}, want {} ± {tol}", r.o[c]));
+            }
+        }
+        let l = got_lse[(b * p.heads_q + h) * p.seq_q + i] as f64;
+        let lse_ok = if r.lse == f64::NEG_INFINITY {
+            l == f64::NEG_INFINITY
+        } else {
+            (l - r.lse).abs() <= 1e-4 * (1.0 + r.lse.abs())
+        };
+        (!lse_ok).then(|| format!("LSE[b{b} h{h} q{i}] = {l}, want {}", r.lse))
+    });
+    assert_eq!(bad, 0, "{case:?} ({}): {bad} rows mismatch, first: {first:#?}", std::any::type_name::<T>());
+}
+
+/// Sequence lengths: 1, off the 128-row tiles, on them, and up to a few tiles.
+fn seq() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        1 => Just(1usize),
+        2 => prop::sample::select(vec![2usize, 7, 63, 64, 65, 127, 128, 129, 255, 256, 257, 383]),
+        2 => 1usize..520,
+    ]
+}
+
+prop_compose! {
+    fn any_case()(
+        batch in 1usize..=2,
+        heads_kv in 1usize..=2,
+        group in prop::sample::select(vec![1usize, 4, 8]),
+        (seq_q, seq_k) in (seq(), seq()),
+        head_dim in prop::sample::select(vec![64usize, 128]),
+        causal: bool,
+        large_logits in prop::bool::weighted(0.3),
+        seed in any::<u64>(),
+    ) -> Case {
+        let mut problem = AttentionProblem::new(batch, heads_kv * group, heads_kv, seq_q, seq_k, head_dim);
+        problem.causal = causal;
+        if large_logits {
+            problem.softmax_scale = 2.0;
+        }
+        Case { problem, large_logits, seed }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: GPU_CASES, max_shrink_iters: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn attention_bf16_matches_the_f64_reference(case in any_case()) {
+        check_case::<bf16>(&case);
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn attention_f16_matches_the_f64_reference(case in any_case()) {
+        check_case::<f16>(&case);
+    }
+}
+
+/// Fixed cases the properties may miss: one key, one query, a causal problem whose first
+/// queries see nothing (`seq_q > seq_k`), MQA, and a long sequence of several ring laps.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn attention_edge_cases() {
+    let cases = [
+        (1, 1, 1, 1, 1, 64, false),
+        (1, 2, 1, 300, 1, 128, false),
+        (2, 8, 2, 200, 70, 64, true),
+        (1, 4, 1, 1, 1000, 128, true),
+        (1, 8, 1, 129, 129, 64, true),
+        (1, 2, 2, 1100, 1500, 128, true),
+        (2, 2, 1, 700, 700, 64, false),
+    ];
+    for (batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in cases {
+        let mut problem = AttentionProblem::new(batch, heads_q, heads_kv, seq_q, seq_k, head_dim);
+        problem.causal = causal;
+        for large_logits in [false, true] {
+            if large_logits {
+                problem.softmax_scale = 2.0;
+            }
+            let case = Case { problem, large_logits, seed: 7 };
+            check_case::<bf16>(&case);
+            check_case::<f16>(&case);
+        }
+    }
+}
+
+fn expect_invalid(what: &str, result: warpforge::Result<impl std::fmt::Debug>) {
+    match result {
+        Err(Error::InvalidArgument(_)) => {}
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    }
+}
+
+/// `AttentionProblem::check` refuses every bad shape with `InvalidArgument` (no GPU needed).
+#[test]
+fn attention_problem_check_refuses_bad_shapes() {
+    let ok = AttentionProblem::new(2, 8, 2, 100, 300, 128);
+    let e = ok.check().unwrap();
+    assert_eq!((e.group, e.q, e.kv, e.lse), (4, 2 * 100 * 8 * 128, 2 * 300 * 2 * 128, 2 * 8 * 100));
+    let with = |f: &dyn Fn(&mut AttentionProblem)| {
+        let mut p = ok;
+        f(&mut p);
+        p
+    };
+    let top = 1usize << (usize::BITS - 1);
+    let bad: [(&str, AttentionProblem); 14] = [
+        ("batch 0", with(&|p| p.batch = 0)),
+        ("heads_q 0", with(&|p| p.heads_q = 0)),
+        ("heads_kv 0", with(&|p| p.heads_kv = 0)),
+        ("seq_q 0", with(&|p| p.seq_q = 0)),
+        ("seq_k 0", with(&|p| p.seq_k = 0)),
+        ("head_dim 96", with(&|p| p.head_dim = 96)),
+        ("head_dim 256", with(&|p| p.head_dim = 256)),
+        ("heads_q not a multiple of heads_kv", with(&|p| p.heads_kv = 3)),
+        ("scale 0", with(&|p| p.softmax_scale = 0.0)),
+        ("scale negative", with(&|p| p.softmax_scale = -1.0)),
+        ("scale NaN", with(&|p| p.softmax_scale = f32::NAN)),
+        ("rows ≥ 2^31", with(&|p| p.seq_k = 1 << 30)),
+        ("seq_q overflows", with(&|p| p.seq_q = top)),
+        ("batch over the grid", with(&|p| p.batch = 70_000)),
+    ];
+    for (what, p) in bad {
+        expect_invalid(what, p.check());
+    }
+}
+
+proptest! {
+    /// Any field values: `Err(InvalidArgument)` or extents that are the exact products.
+    #[test]
+    fn attention_problem_check_never_panics(
+        batch in prop_oneof![0usize..4, any::<usize>()],
+        heads_kv in prop_oneof![0usize..4, any::<usize>()],
+        group in prop_oneof![0usize..9, any::<usize>()],
+        seq_q in prop_oneof![0usize..2000, any::<usize>()],
+        seq_k in prop_oneof![0usize..2000, any::<usize>()],
+        head_dim in prop::sample::select(vec![0usize, 32, 64, 100, 128, 256]),
+        scale in prop_oneof![Just(0.125f32), any::<f32>()],
+    ) {
+        let mut p = AttentionProblem::new(batch, heads_kv.wrapping_mul(group), heads_kv, seq_q, seq_k, head_dim);
+        p.softmax_scale = scale;
+        match p.check() {
+            Err(Error::InvalidArgument(_)) => {}
+            Err(other) => prop_assert!(false, "untyped error {other:?}"),
+            Ok(e) => {
+                let q = batch as u128 * seq_q as u128 * p.heads_q as u128 * head_dim as u128;
+                let kv = batch as u128 * seq_k as u128 * heads_kv as u128 * head_dim as u128;
+                prop_assert_eq!((e.q as u128, e.kv as u128), (q, kv));
+                prop_assert_eq!(e.lse as u128, batch as u128 * seq_q as u128 * p.heads_q as u128);
+                prop_assert!(head_dim == 64 || head_dim == 128);
+                prop_assert!(scale > 0.0 && scale.is_finite());
+                prop_assert_eq!(e.group * heads_kv, p.heads_q);
+            }
+        }
+    }
+}
+
+/// Each invalid argument of `attention` is an `Error::InvalidArgument`, and nothing is
+/// launched: the output keeps its poison. A valid call on the same buffers succeeds first.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn attention_refuses_invalid_arguments_without_launching() {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let p = AttentionProblem::new(1, 4, 2, 33, 40, 64);
+    let e = p.check().unwrap();
+    let q = stream.clone_htod(&vec![bf16::ONE; e.q + 8]).unwrap();
+    let kv = stream.clone_htod(&vec![bf16::ONE; e.kv + 8]).unwrap();
+    let poison = vec![bf16::NAN; e.q + 8];
+    let mut o = stream.clone_htod(&poison).unwrap();
+    let mut lse = stream.clone_htod(&vec![f32::NAN; e.lse]).unwrap();
+    wf.attention(stream, &p, &q, &kv, &kv, &mut o, Some(&mut lse)).unwrap();
+    let valid: Vec<bf16> = stream.clone_dtoh(&o).unwrap();
+    assert!(valid[..e.q].iter().all(|&x| x == bf16::ONE), "all-ones V gives O = 1");
+    let lse_host: Vec<f32> = stream.clone_dtoh(&lse).unwrap();
+    let want = 0.125f32 * 64.0 + (40f32).ln();
+    assert!(lse_host.iter().all(|&l| (l - want).abs() < 1e-3), "LSE = scale·d + ln(seq_k): {lse_host:?}");
+    stream.memcpy_htod(&poison, &mut o).unwrap();
+
+    let untouched = |o: &cudarc::driver::CudaSlice<bf16>, what: &str| {
+        let now: Vec<bf16> = stream.clone_dtoh(o).unwrap();
+        assert!(now.iter().all(|x| x.is_nan()), "{what}: O was written");
+    };
+    let short_q = q.slice(..e.q - 1);
+    expect_invalid("q too short", wf.attention(stream, &p, &short_q, &kv, &kv, &mut o, None));
+    let short_kv = kv.slice(..e.kv - 1);
+    expect_invalid("k too short", wf.attention(stream, &p, &q, &short_kv, &kv, &mut o, None));
+    expect_invalid("v too short", wf.attention(stream, &p, &q, &kv, &short_kv, &mut o, None));
+    {
+        let mut short_o = o.slice_mut(..e.q - 1);
+        expect_invalid("o too short", wf.attention(stream, &p, &q, &kv, &kv, &mut short_o, None));
+    }
+    {
+        let mut short_lse = lse.slice_mut(..e.lse - 1);
+        expect_invalid("lse too short", wf.attention(stream, &p, &q, &kv, &kv, &mut o, Some(&mut short_lse)));
+    }
+    let odd_q = q.slice(1..);
+    expect_invalid("q misaligned for TMA", wf.attention(stream, &p, &odd_q, &kv, &kv, &mut o, None));
+    let odd_kv = kv.slice(1..);
+    expect_invalid("k misaligned for TMA", wf.attention(stream, &p, &q, &odd_kv, &kv, &mut o, None));
+    {
+        let mut odd_o = o.slice_mut(1..);
+        expect_invalid("o misaligned", wf.attention(stream, &p, &q, &kv, &kv, &mut odd_o, None));
+    }
+    let mut bad = p;
+    bad.heads_kv = 3;
+    expect_invalid("GQA not divisible", wf.attention(stream, &bad, &q, &kv, &kv, &mut o, None));
+    bad = p;
+    bad.head_dim = 96;
+    expect_invalid("head_dim 96", wf.attention(stream, &bad, &q, &kv, &kv, &mut o, None));
+    untouched(&o, "after the refusals");
+}
