@@ -5,14 +5,17 @@
 //! Algorithm (FlashAttention-2/3's online softmax on wgmma): one CTA per (128-query tile,
 //! query head, sequence). The tile's two consumer warpgroups own 64 query rows each and walk
 //! the keys in blocks of 128: `S = Q·Kᵀ` by SS wgmma (`m64n128k16`, Q and K from shared
-//! memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), the row
-//! maximum over the quad, rescale of the running sums and of O by `2^(m_old − m_new)` *before*
-//! the exponentials, `P = 2^(S·scale·log2 e − m)`, then `O += P·V` by RS wgmma with P rounded
-//! from the S accumulator straight into A fragments (`parts::rows::a_fragment`: no shared
-//! memory, no shuffles) and V read MN-major from shared memory. O is normalised by the row
-//! sums once at the end and stored directly (4-byte pairs, rows past the sequence skipped).
-//! The grid walks the query tiles last first, so causal tiles with the most key blocks start
-//! first.
+//! memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
+//! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
+//! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
+//! from the S accumulator straight into RS A fragments (`parts::rows::AFragments8`: no shared
+//! memory, no shuffles) and `O += P·V` runs as RS wgmma with V read MN-major from shared
+//! memory. FA3's intra-warpgroup overlap: each step issues block j's `Q·Kᵀ` and then block
+//! j − 1's `P·V`, waits for the scores only (`wait_group 1`), computes block j's softmax while
+//! `P·V` runs on the tensor cores, then waits for `P·V`, releases block j − 1's stage and
+//! rescales O by block j's factor. O is normalised by the row sums once at the end and stored
+//! directly (4-byte pairs, rows past the sequence skipped). The grid walks the query tiles last
+//! first, so causal tiles with the most key blocks start first.
 //!
 //! GQA: query head `h` reads key/value head `h / group`; the CTAs of a group run side by side
 //! (adjacent `blockIdx.y`), so a K/V block is read from HBM once per group and from L2 by the
@@ -22,8 +25,9 @@
 //! - warpgroup 0, producer: one elected thread loads Q once (its own barrier) and then the K
 //!   and V boxes of every key block into a ring ([`parts::mainloop::produce`]), registers
 //!   lowered to 40;
-//! - warpgroups 1 and 2, consumers (registers raised to 232): as above, each releasing every
-//!   ring stage once after the wgmmas reading it completed (the ring counts two arrivals).
+//! - warpgroups 1 and 2, consumers (registers raised to 232): as above; every consumer thread
+//!   releases every ring stage once after its wait for the wgmmas reading it (the ring counts
+//!   256 arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
 //!
 //! Layout: Q, K, V, O packed `[rows, heads, head_dim]`, each sequence's rows contiguous
 //! (`[batch, seq, heads, head_dim]`, or variable length with cumulative offsets); the tensor
@@ -35,23 +39,23 @@
 //! 128 × d each: 4 stages at d = 64 (144 KiB), 2 at d = 128 (160 KiB). Measured ratio vs
 //! FlashAttention/cuDNN: not yet measured (docs/PERF.md will keep it).
 //!
-//! This first version keeps one wgmma group in flight per warpgroup and waits after each: the
-//! FA3 overlaps (ping-pong between the consumer warpgroups, softmax under the next `Q·Kᵀ`)
-//! are not here yet.
+//! Not here yet: FA3's inter-warpgroup ping-pong (named barriers ordering the two consumer
+//! warpgroups' GEMMs so one's softmax runs under the other's wgmmas); the two warpgroups run
+//! unsynchronised, which overlaps them only by chance.
 
 use core::marker::PhantomData;
 
 use warpforge_dsl::abi::attention_sm90::{BLOCK_M, BLOCK_N, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
-use warpforge_dsl::logic::acc_rows::{k_steps, slot_row};
+use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::attention::{block_needs_mask, kv_blocks, visible};
-use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
+use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M, acc_coord};
 use warpforge_dsl::math;
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::produce;
-use warpforge_dsl::parts::rows::{self, Pack16, RowPair};
+use warpforge_dsl::parts::rows::{self, AFragments8, OnlineSoftmax, Pack16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::sync_threads;
@@ -64,6 +68,7 @@ use warpforge_dsl::{tma, warp};
 /// Rows of every box: a query tile's rows, a key block's keys.
 const ROWS: usize = BLOCK_N as usize;
 const _: () = assert!(BLOCK_M == BLOCK_N && BLOCK_M == CONSUMERS * WGMMA_M, "one box shape for Q, K and V");
+const _: () = assert!(BLOCK_N == 16 * AFragments8::STEPS, "P of a key block is one AFragments8");
 /// Head-dimension columns of a box.
 const CHUNK: usize = HEAD_CHUNK as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
@@ -105,6 +110,71 @@ unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
     // SAFETY: `batch + 1` is inside both offset arrays (contract).
     let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
     Sequence { q_base: q0, q_len: q1 - q0, k_base: k0, k_len: k1 - k0 }
+}
+
+/// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings.
+#[derive(Clone, Copy)]
+struct Operands<T, const DC: usize, const RING: usize, const KCH: usize> {
+    q: SmemTileRing<T, ROWS, CHUNK, Swizzle128B, DC>,
+    k: SmemTileRing<T, ROWS, CHUNK, Swizzle128B, KCH>,
+    v: SmemTileMnRing<T, ROWS, CHUNK, DC, Swizzle128B, RING>,
+    wg: u32,
+}
+
+impl<T: WgmmaElement, const DC: usize, const RING: usize, const KCH: usize> Operands<T, DC, RING, KCH> {
+    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows (not committed).
+    ///
+    /// # Safety
+    /// The whole warpgroup, convergently, after `warpgroup::fence`; Q and the stage have landed
+    /// and stay until a wait covers these wgmmas.
+    #[inline(always)]
+    unsafe fn scores(&self, s: &mut Scores, stage: u32)
+    where
+        Scores: WgmmaSs<T::Kind, T::Kind>,
+    {
+        for c in 0..DC as u32 {
+            let q = self.q.stage(c).rows::<{ WGMMA_M as usize }>(self.wg);
+            // SAFETY: forwarded to the caller.
+            unsafe { warpgroup::mma(s, &q, &self.k.stage(stage * DC as u32 + c), c > 0) };
+        }
+    }
+
+    /// Issues `o += P·V_stage` (not committed).
+    ///
+    /// # Safety
+    /// As for [`Self::scores`]; `probs` is not modified before the covering wait.
+    #[inline(always)]
+    unsafe fn pv<O: WgmmaRs<T::Kind, T::Kind>>(&self, o: &mut O, probs: &AFragments8, stage: u32) {
+        for k in 0..AFragments8::STEPS {
+            // SAFETY: forwarded to the caller.
+            unsafe { warpgroup::mma_rs(o, probs.step(k), &self.v.stage(stage), k, true) };
+        }
+    }
+}
+
+/// What a consumer warpgroup's mask depends on: its first query, the sequence lengths, the
+/// causal flag and this thread's index in the warpgroup.
+#[derive(Clone, Copy)]
+struct Rows {
+    q0: u32,
+    q_len: u32,
+    k_len: u32,
+    causal: bool,
+    thread: u32,
+}
+
+impl Rows {
+    /// Sets the scores of key block `block` that a row must not see to `-inf` (only where the
+    /// block cuts the sequence end or the causal diagonal of these rows).
+    #[inline(always)]
+    fn mask(&self, s: &mut Scores, block: u32) {
+        let r = *self;
+        if block_needs_mask(block, BLOCK_N, r.q0, r.q_len, r.k_len, r.causal) {
+            let key0 = block * BLOCK_N;
+            let keep = |row: u32, col: u32| visible(r.q0 + row, key0 + col, r.q_len, r.k_len, r.causal);
+            rows::mask(s, r.thread, f32::NEG_INFINITY, keep);
+        }
+    }
 }
 
 /// The kernel, generic over the element `T`, the output accumulator `O` (64 × `D`), the head
@@ -156,10 +226,11 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         tma::prefetch(k_map);
         tma::prefetch(v_map);
         // SAFETY: one thread; Q's barrier completes on the producer's one arrival plus Q's
-        // bytes; each consumer warpgroup releases every stage once per lap.
+        // bytes; every consumer thread releases every stage once per lap (no leader branch
+        // before the warpgroup's `.aligned` instructions).
         unsafe {
             q_full.init(1);
-            pipe.init(CONSUMERS);
+            pipe.init(CONSUMERS * WARPGROUP_THREADS);
         }
     }
     // SAFETY: all 384 threads reach it.
@@ -206,72 +277,79 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let wg = warpgroup_id() - 1;
     let t = warpgroup::thread_index();
-    let leader = t == 0;
     // This warpgroup's first query, and the softmax scale in base-2 units.
     let q0 = m0 + wg * WGMMA_M;
     let scale = p.scale_log2;
+    let operands = Operands { q: q_tile, k: k_ring, v: v_ring, wg };
+    let own_rows = Rows { q0, q_len: seq.q_len, k_len: seq.k_len, causal, thread: t };
     let mut o = O::ZERO;
-    // Per row: the running maximum of `S·scale` (base-2 units) and this thread's partial sum of
-    // the exponentials (the quad's partials are added once, at the end).
-    let mut max = RowPair::splat(f32::NEG_INFINITY);
-    let mut sum = RowPair::splat(0.0);
+    let mut softmax = OnlineSoftmax::START;
     let mut state = PipelineState::<RING>::START;
-    let mut block = 0;
     q_full.wait_phase(Phase::ZERO);
-    loop {
+
+    // Key block 0: its scores and P (O is still zero: nothing to rescale).
+    pipe.consumer_wait(state);
+    let mut s = Scores::ZERO;
+    // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and stay
+    // until this warpgroup's release, after the covering wait.
+    unsafe {
+        warpgroup::fence();
+        operands.scores(&mut s, state.stage);
+        warpgroup::commit();
+        warpgroup::wait::<0>();
+    }
+    own_rows.mask(&mut s, 0);
+    // SAFETY: every lane of the warpgroup is here.
+    unsafe { softmax.step(&mut s, scale) };
+    let mut probs = AFragments8::of::<T, _>(&s);
+
+    // Then per block: issue its `Q·Kᵀ` and the previous block's `P·V`, and compute its softmax
+    // while `P·V` runs (FA3's intra-warpgroup overlap); rescale O once `P·V` has landed.
+    let mut block = 1;
+    while block < blocks {
+        let previous = state;
+        state.advance();
         pipe.consumer_wait(state);
         let mut s = Scores::ZERO;
-        // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and
-        // stay until this warpgroup's release below, after the covering wait.
+        // SAFETY: as above; the scores' group is committed first, so `wait::<1>` returns once
+        // they have landed while `P·V` may still run; `probs` is not modified before `wait::<0>`
+        // (it is rewritten after it).
         unsafe {
             warpgroup::fence();
-            for c in 0..DC as u32 {
-                let q = q_tile.stage(c).rows::<{ WGMMA_M as usize }>(wg);
-                warpgroup::mma(&mut s, &q, &k_ring.stage(state.stage * DC as u32 + c), c > 0);
-            }
+            operands.scores(&mut s, state.stage);
             warpgroup::commit();
+            operands.pv(&mut o, &probs, previous.stage);
+            warpgroup::commit();
+            warpgroup::wait::<1>();
+        }
+        own_rows.mask(&mut s, block);
+        // SAFETY: every lane of the warpgroup is here.
+        let alpha = unsafe { softmax.step(&mut s, scale) };
+        // SAFETY: the whole warpgroup; then every wgmma reading `previous` completed, and each
+        // thread's arrival is one of the ring's `CONSUMERS × 128` per stage and lap.
+        unsafe {
             warpgroup::wait::<0>();
+            pipe.consumer_release(previous);
         }
-        if block_needs_mask(block, BLOCK_N, q0, seq.q_len, seq.k_len, causal) {
-            let key0 = block * BLOCK_N;
-            let keep = |r: u32, c: u32| visible(q0 + r, key0 + c, seq.q_len, seq.k_len, causal);
-            rows::mask(&mut s, t, f32::NEG_INFINITY, keep);
-        }
-        // Online softmax: new maximum, rescale the old sums and O, then the exponentials. A row
-        // that has seen only masked keys keeps maximum -inf and subtracts 0 (no -inf - -inf).
-        // SAFETY: every lane of every warp of the warpgroup is here.
-        let block_max = unsafe { rows::row_max(&s) };
-        let new_max = max.zip(block_max, |old, b| old.max(b * scale));
-        let base = new_max.map(|m| if m == f32::NEG_INFINITY { 0.0 } else { m });
-        let alpha = max.zip(base, |old, b| math::exp2_ftz(old - b));
-        rows::exp2_rows(&mut s, scale, base);
-        sum = rows::fold_rows(&s, sum.zip(alpha, |l, a| l * a), |a, b| a + b);
         rows::scale_rows(&mut o, alpha);
-        max = new_max;
-        // SAFETY: as above; P's fragments are registers the wgmmas read until the wait.
-        unsafe {
-            warpgroup::fence();
-            for k in 0..k_steps(BLOCK_N) {
-                let a = rows::a_fragment::<T, _>(&s, k);
-                warpgroup::mma_rs(&mut o, &a, &v_ring.stage(state.stage), k, true);
-            }
-            warpgroup::commit();
-            warpgroup::wait::<0>();
-        }
-        if leader {
-            // SAFETY: every wgmma reading the stage completed; one release per warpgroup and lap.
-            unsafe { pipe.consumer_release(state) };
-        }
-        state.advance();
+        // Rounded only now: the fragments may take the registers `P·V` was reading (a write
+        // before its wait would serialise the wgmmas, ptxas C7513).
+        probs = AFragments8::of::<T, _>(&s);
         block += 1;
-        if block >= blocks {
-            break;
-        }
+    }
+    // SAFETY: as above, for the last block's `P·V`.
+    unsafe {
+        warpgroup::fence();
+        operands.pv(&mut o, &probs, state.stage);
+        warpgroup::commit();
+        warpgroup::wait::<0>();
+        pipe.consumer_release(state);
     }
 
     // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.
     // SAFETY: every lane is here.
-    let sum = unsafe { rows::quad_reduce(sum, |a, b| a + b) };
+    let sum = unsafe { softmax.total() };
+    let max = softmax.max;
     rows::scale_rows(&mut o, sum.map(|l| if l > 0.0 { math::rcp(l) } else { 0.0 }));
     let row_elems = p.heads_q as u64 * D as u64;
     let o_base = p.o as *mut u32;

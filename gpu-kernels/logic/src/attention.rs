@@ -8,7 +8,8 @@
 
 /// Whether query `q` sees key `key` (both 0-based within their sequence).
 pub const fn visible(q: u32, key: u32, q_len: u32, k_len: u32, causal: bool) -> bool {
-    key < k_len && (!causal || key as u64 + q_len as u64 <= q as u64 + k_len as u64)
+    // `&` and `|`, not `&&` and `||`: evaluated per score in the kernel, selects beat branches.
+    (key < k_len) & (!causal | (key as u64 + q_len as u64 <= q as u64 + k_len as u64))
 }
 
 /// One past the last key any of the queries `q0 .. min(q0 + rows, q_len)` sees (0 when none

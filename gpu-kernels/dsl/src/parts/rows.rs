@@ -128,9 +128,7 @@ pub fn exp2_rows<A: Accumulator<Elem = f32>>(acc: &mut A, scale: f32, bias: RowP
 pub fn mask<A: Accumulator<Elem = f32>>(acc: &mut A, thread: u32, fill: f32, keep: impl Fn(u32, u32) -> bool) {
     acc.for_each_mut(|i, v| {
         let (row, col) = acc_coord(thread, i as u32);
-        if !keep(row, col) {
-            *v = fill;
-        }
+        *v = if keep(row, col) { *v } else { fill };
     });
 }
 
@@ -164,4 +162,96 @@ pub fn a_fragment<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A, k_step: u32) -
         T::pack2(acc.get(lo as usize), acc.get(hi as usize))
     };
     RegA(pair(0), pair(1), pair(2), pair(3))
+}
+
+/// The RS-form A fragments of all eight K steps of a 64 × 128 accumulator, rounded to 16 bits:
+/// 32 registers that an RS wgmma can read while the accumulator's own registers take the next
+/// block (attention's P of one 128-key block while `Q·Kᵀ` of the next one runs). A tuple
+/// struct: an array would live in local memory.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AFragments8(pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA);
+
+impl AFragments8 {
+    /// K steps held.
+    pub const STEPS: u32 = 8;
+
+    /// Rounds `acc` (64 × 128) to `T` fragments ([`a_fragment`] of every K step).
+    #[inline(always)]
+    pub fn of<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A) -> Self {
+        const { assert!(A::N == 16 * Self::STEPS, "a 64 × 128 accumulator") };
+        AFragments8(
+            a_fragment::<T, A>(acc, 0),
+            a_fragment::<T, A>(acc, 1),
+            a_fragment::<T, A>(acc, 2),
+            a_fragment::<T, A>(acc, 3),
+            a_fragment::<T, A>(acc, 4),
+            a_fragment::<T, A>(acc, 5),
+            a_fragment::<T, A>(acc, 6),
+            a_fragment::<T, A>(acc, 7),
+        )
+    }
+
+    /// The fragment of K step `k` (`< 8`; call with a constant, from an unrolled loop).
+    #[inline(always)]
+    pub fn step(&self, k: u32) -> &RegA {
+        match k {
+            0 => &self.0,
+            1 => &self.1,
+            2 => &self.2,
+            3 => &self.3,
+            4 => &self.4,
+            5 => &self.5,
+            6 => &self.6,
+            _ => &self.7,
+        }
+    }
+}
+
+/// The running state of an online softmax over blocks of columns, per accumulator row, in
+/// base 2: `max` is the largest `score · scale` seen (`scale` = softmax scale · log2 e; `-inf`
+/// before any unmasked score), `sum` this thread's partial of `Σ 2^(score·scale − max)` (the
+/// quad's partials are added once, by [`OnlineSoftmax::total`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OnlineSoftmax {
+    /// Running maximum of `score · scale`, per row.
+    pub max: RowPair,
+    /// This thread's partial sum of the exponentials, relative to `max`, per row.
+    pub sum: RowPair,
+}
+
+impl OnlineSoftmax {
+    /// Before any block.
+    pub const START: Self = OnlineSoftmax { max: RowPair::splat(f32::NEG_INFINITY), sum: RowPair::splat(0.0) };
+
+    /// Folds a block of raw scores in (masked ones `-inf`): the new row maxima, the old sums
+    /// rescaled to them, `s` turned in place into `P = 2^(s·scale − max)` (masked → 0) and
+    /// added to the sums. Returns the factor `2^(max_old − max_new)` per row, by which the
+    /// caller rescales what it accumulated from earlier blocks (before adding P's product). A
+    /// row that has seen only masked scores keeps maximum `-inf` and subtracts 0 instead, so no
+    /// `-inf − -inf` arises.
+    ///
+    /// # Safety
+    /// As for [`quad_reduce`] (the row maximum).
+    #[inline(always)]
+    pub unsafe fn step<A: Accumulator<Elem = f32>>(&mut self, s: &mut A, scale: f32) -> RowPair {
+        // SAFETY: forwarded to the caller.
+        let block_max = unsafe { row_max(s) };
+        let new_max = self.max.zip(block_max, |old, b| old.max(b * scale));
+        let base = new_max.map(|m| if m == f32::NEG_INFINITY { 0.0 } else { m });
+        let alpha = self.max.zip(base, |old, b| math::exp2_ftz(old - b));
+        exp2_rows(s, scale, base);
+        self.sum = fold_rows(s, self.sum.zip(alpha, |l, a| l * a), |a, b| a + b);
+        self.max = new_max;
+        alpha
+    }
+
+    /// The whole rows' sums (the quad's partials added).
+    ///
+    /// # Safety
+    /// As for [`quad_reduce`].
+    #[inline(always)]
+    pub unsafe fn total(&self) -> RowPair {
+        // SAFETY: forwarded to the caller.
+        unsafe { quad_reduce(self.sum, |a, b| a + b) }
+    }
 }
