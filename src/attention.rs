@@ -9,8 +9,11 @@
 //! log-sum-exp, when asked for, is `[batch, heads_q, seq_q]` f32, natural log of the row sum of
 //! `exp(scale · q·k)` over the visible keys.
 //!
-//! The kernel is `gpu-kernels/kernels/src/attention_sm90.rs`; [`AttentionProblem::check`] holds
-//! every shape rule and is pure (CPU-tested).
+//! Variable-length batches (sequences of different lengths back to back, with cumulative
+//! offsets) go through [`Warpforge::attention_varlen`] and [`AttentionVarlenProblem`].
+//!
+//! The kernel is `gpu-kernels/kernels/src/attention_sm90.rs`; the problems' `check` hold every
+//! shape rule and are pure (CPU-tested).
 
 use std::sync::Arc;
 
@@ -87,6 +90,140 @@ impl AttentionProblem {
         check(p.batch >= 1 && p.heads_q >= 1 && p.heads_kv >= 1 && p.seq_q >= 1 && p.seq_k >= 1, || {
             format!("empty attention problem {p:?}")
         })?;
+        let overflow = || Error::InvalidArgument(format!("the buffers of {p:?} overflow usize"));
+        let rows_q = p.batch.checked_mul(p.seq_q).ok_or_else(overflow)?;
+        let rows_k = p.batch.checked_mul(p.seq_k).ok_or_else(overflow)?;
+        self.shape(rows_q, rows_k).extents()
+    }
+
+    fn shape(&self, rows_q: usize, rows_k: usize) -> Shape {
+        let p = self;
+        Shape {
+            batch: p.batch,
+            heads_q: p.heads_q,
+            heads_kv: p.heads_kv,
+            rows_q,
+            rows_k,
+            seq_q: p.seq_q,
+            seq_k: p.seq_k,
+            head_dim: p.head_dim,
+            causal: p.causal,
+            softmax_scale: p.softmax_scale,
+        }
+    }
+}
+
+/// A variable-length batch: `batch` sequences of different lengths packed back to back, Q and O
+/// `[total_q, heads_q, head_dim]`, K and V `[total_k, heads_kv, head_dim]`, sequence `b`'s
+/// queries at rows `cu_seqlens_q[b] .. cu_seqlens_q[b + 1]` and its keys likewise (the
+/// cumulative offsets are `batch + 1` u32 in device memory: `0`, non-decreasing, ending at the
+/// totals). The log-sum-exp is `[heads_q, total_q]`.
+///
+/// The offsets live on the device, so they are not checked: the kernel clamps each sequence to
+/// the rows that exist and to `max_seq_q` / `max_seq_k` (so a call never writes outside O or the
+/// LSE and never runs longer than the longest sequences allow); offsets that break the rules
+/// give unspecified (but finite-time, in-bounds) results for the sequences concerned.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionVarlenProblem {
+    /// Sequences, ≥ 1.
+    pub batch: usize,
+    /// Query (and output) heads, a multiple of `heads_kv`.
+    pub heads_q: usize,
+    /// Key/value heads, ≥ 1.
+    pub heads_kv: usize,
+    /// Rows of Q and O (all sequences' queries), ≥ 1.
+    pub total_q: usize,
+    /// Rows of K and V, ≥ 1.
+    pub total_k: usize,
+    /// The longest query sequence, 1..=total_q (the grid covers this many queries per sequence).
+    pub max_seq_q: usize,
+    /// The longest key sequence, 1..=total_k.
+    pub max_seq_k: usize,
+    /// Head dimension: 64 or 128.
+    pub head_dim: usize,
+    /// Causal mask, bottom-right aligned per sequence.
+    pub causal: bool,
+    /// Scale of the logits, finite and > 0.
+    pub softmax_scale: f32,
+}
+
+impl AttentionVarlenProblem {
+    /// A non-causal problem with the usual scale `1/√head_dim`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        batch: usize,
+        heads_q: usize,
+        heads_kv: usize,
+        total_q: usize,
+        total_k: usize,
+        max_seq_q: usize,
+        max_seq_k: usize,
+        head_dim: usize,
+    ) -> Self {
+        AttentionVarlenProblem {
+            batch,
+            heads_q,
+            heads_kv,
+            total_q,
+            total_k,
+            max_seq_q,
+            max_seq_k,
+            head_dim,
+            causal: false,
+            softmax_scale: 1.0 / (head_dim.max(1) as f32).sqrt(),
+        }
+    }
+
+    /// Checks the problem on its own, as [`AttentionProblem::check`] (the LSE extent is
+    /// `heads_q × total_q`).
+    pub fn check(&self) -> Result<AttentionExtents> {
+        let p = self;
+        check(p.batch >= 1 && p.heads_q >= 1 && p.heads_kv >= 1 && p.total_q >= 1 && p.total_k >= 1, || {
+            format!("empty attention problem {p:?}")
+        })?;
+        check((1..=p.total_q).contains(&p.max_seq_q) && (1..=p.total_k).contains(&p.max_seq_k), || {
+            format!("max_seq_q {} / max_seq_k {} must be 1..=total_q / total_k", p.max_seq_q, p.max_seq_k)
+        })?;
+        self.shape().extents()
+    }
+
+    fn shape(&self) -> Shape {
+        let p = self;
+        Shape {
+            batch: p.batch,
+            heads_q: p.heads_q,
+            heads_kv: p.heads_kv,
+            rows_q: p.total_q,
+            rows_k: p.total_k,
+            seq_q: p.max_seq_q,
+            seq_k: p.max_seq_k,
+            head_dim: p.head_dim,
+            causal: p.causal,
+            softmax_scale: p.softmax_scale,
+        }
+    }
+}
+
+/// What both problem kinds reduce to: the rows of the packed tensors, the (longest) sequence
+/// lengths, and the rest of the launch.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    batch: usize,
+    heads_q: usize,
+    heads_kv: usize,
+    rows_q: usize,
+    rows_k: usize,
+    seq_q: usize,
+    seq_k: usize,
+    head_dim: usize,
+    causal: bool,
+    softmax_scale: f32,
+}
+
+impl Shape {
+    /// The rules both problem kinds share, and the buffer extents (checked arithmetic).
+    fn extents(&self) -> Result<AttentionExtents> {
+        let p = self;
         check(HEAD_DIMS.iter().any(|&d| d as usize == p.head_dim), || {
             format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim)
         })?;
@@ -99,17 +236,16 @@ impl AttentionProblem {
         check(p.heads_q <= MAX_GRID_YZ && p.batch <= MAX_GRID_YZ, || {
             format!("heads_q {} and batch {} must be ≤ {MAX_GRID_YZ}", p.heads_q, p.batch)
         })?;
+        check(p.rows_q < MAX_ROWS && p.rows_k < MAX_ROWS, || {
+            format!("{} query rows and {} key rows: each must be < 2^31", p.rows_q, p.rows_k)
+        })?;
         let overflow = || Error::InvalidArgument(format!("the buffers of {p:?} overflow usize"));
         let product = |a: usize, b: usize| a.checked_mul(b).ok_or_else(overflow);
-        let (rows_q, rows_k) = (product(p.batch, p.seq_q)?, product(p.batch, p.seq_k)?);
-        check(rows_q < MAX_ROWS && rows_k < MAX_ROWS, || {
-            format!("batch × seq_q = {rows_q} and batch × seq_k = {rows_k} must be < 2^31")
-        })?;
         Ok(AttentionExtents {
             group: p.heads_q / p.heads_kv,
-            q: product(product(rows_q, p.heads_q)?, p.head_dim)?,
-            kv: product(product(rows_k, p.heads_kv)?, p.head_dim)?,
-            lse: product(rows_q, p.heads_q)?,
+            q: product(product(p.rows_q, p.heads_q)?, p.head_dim)?,
+            kv: product(product(p.rows_k, p.heads_kv)?, p.head_dim)?,
+            lse: product(p.rows_q, p.heads_q)?,
         })
     }
 }
@@ -144,11 +280,59 @@ impl Warpforge {
         lse: Option<&mut dyn DevicePtrMut<f32>>,
     ) -> Result<()> {
         self.check_sm90("attention")?;
-        let p = problem;
-        let e = p.check()?;
+        let e = problem.check()?;
+        let shape = problem.shape(problem.batch * problem.seq_q, problem.batch * problem.seq_k);
+        self.launch_attention(stream, &shape, &e, (q, k, v), o, lse, None)
+    }
+
+    /// As [`Warpforge::attention`] for a variable-length batch ([`AttentionVarlenProblem`]):
+    /// `cu_seqlens_q` and `cu_seqlens_k` hold `batch + 1` u32 offsets each (contents are the
+    /// caller's; see the problem's docs for what bad offsets do); the LSE is
+    /// `[heads_q, total_q]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_varlen<T: AttentionElement>(
+        &self,
+        stream: &Arc<CudaStream>,
+        problem: &AttentionVarlenProblem,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        cu_seqlens_q: &impl DevicePtr<u32>,
+        cu_seqlens_k: &impl DevicePtr<u32>,
+        o: &mut impl DevicePtrMut<T>,
+        lse: Option<&mut dyn DevicePtrMut<f32>>,
+    ) -> Result<()> {
+        self.check_sm90("attention_varlen")?;
+        let e = problem.check()?;
+        for (name, offsets) in [("cu_seqlens_q", cu_seqlens_q.len()), ("cu_seqlens_k", cu_seqlens_k.len())] {
+            check(offsets > problem.batch, || {
+                format!("{name} holds {offsets} offsets, the batch of {} needs {}", problem.batch, problem.batch + 1)
+            })?;
+        }
+        let offsets: (&dyn DevicePtr<u32>, &dyn DevicePtr<u32>) = (cu_seqlens_q, cu_seqlens_k);
+        self.launch_attention(stream, &problem.shape(), &e, (q, k, v), o, lse, Some(offsets))
+    }
+
+    /// Checks the buffers against `e` (lengths, alignment, context), builds the maps and
+    /// launches; `offsets` makes the launch variable-length.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_attention<T: AttentionElement>(
+        &self,
+        stream: &Arc<CudaStream>,
+        shape: &Shape,
+        e: &AttentionExtents,
+        (q, k, v): (&impl DevicePtr<T>, &impl DevicePtr<T>, &impl DevicePtr<T>),
+        o: &mut impl DevicePtrMut<T>,
+        lse: Option<&mut dyn DevicePtrMut<f32>>,
+        offsets: Option<(&dyn DevicePtr<u32>, &dyn DevicePtr<u32>)>,
+    ) -> Result<()> {
+        let p = shape;
         let mut owners = vec![&**q.stream(), &**k.stream(), &**v.stream(), &**o.stream()];
         if let Some(l) = &lse {
             owners.push(&**l.stream());
+        }
+        if let Some((cu_q, cu_k)) = offsets {
+            owners.extend([&**cu_q.stream(), &**cu_k.stream()]);
         }
         self.module().check_context(stream, &owners)?;
         for (name, len, need) in [("q", q.len(), e.q), ("k", k.len(), e.kv), ("v", v.len(), e.kv), ("o", o.len(), e.q)]
@@ -173,17 +357,17 @@ impl Warpforge {
         let (q_map, q_access) = {
             let (addr, _) = q.device_ptr(stream);
             aligned("q", addr, TMA_ALIGN)?;
-            map(p.heads_q, p.batch * p.seq_q).encode(q, stream)?
+            map(p.heads_q, p.rows_q).encode(q, stream)?
         };
         let (k_map, k_access) = {
             let (addr, _) = k.device_ptr(stream);
             aligned("k", addr, TMA_ALIGN)?;
-            map(p.heads_kv, p.batch * p.seq_k).encode(k, stream)?
+            map(p.heads_kv, p.rows_k).encode(k, stream)?
         };
         let (v_map, v_access) = {
             let (addr, _) = v.device_ptr(stream);
             aligned("v", addr, TMA_ALIGN)?;
-            map(p.heads_kv, p.batch * p.seq_k).encode(v, stream)?
+            map(p.heads_kv, p.rows_k).encode(v, stream)?
         };
         let (o_ptr, o_access) = o.device_ptr_mut(stream);
         aligned("o", o_ptr, 4)?;
@@ -194,15 +378,22 @@ impl Warpforge {
             }
             None => (0, None),
         };
+        let ((cu_q, cu_q_access), (cu_k, cu_k_access)) = match offsets {
+            Some((cu_q, cu_k)) => {
+                let ((q_ptr, q_access), (k_ptr, k_access)) = (cu_q.device_ptr(stream), cu_k.device_ptr(stream));
+                ((q_ptr, Some(q_access)), (k_ptr, Some(k_access)))
+            }
+            None => ((0, None), (0, None)),
+        };
         let tiles = p.seq_q.div_ceil(BLOCK_M as usize) as u32;
         let params = AttentionParams {
             o: o_ptr,
             lse: lse_ptr,
-            cu_seqlens_q: 0,
-            cu_seqlens_k: 0,
+            cu_seqlens_q: cu_q,
+            cu_seqlens_k: cu_k,
             seq_q: p.seq_q as u32,
             seq_k: p.seq_k as u32,
-            total_q: (p.batch * p.seq_q) as u32,
+            total_q: p.rows_q as u32,
             heads_q: p.heads_q as u32,
             group: e.group as u32,
             scale_log2: p.softmax_scale * std::f32::consts::LOG2_E,
@@ -215,13 +406,15 @@ impl Warpforge {
             dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
             cluster: None,
         };
-        let keep = [Some(q_access), Some(k_access), Some(v_access), Some(o_access), lse_access].into_iter().flatten();
+        let keep =
+            [Some(q_access), Some(k_access), Some(v_access), Some(o_access), lse_access, cu_q_access, cu_k_access];
         // SAFETY: the maps cover exactly Q, K and V (validated against the buffers' lengths,
-        // which hold the problem: checked above) with the kernel's box and swizzle; O holds every
-        // row × head × head_dim element the grid writes and LSE every row × head (checked), both
-        // borrowed mutably for the call; no cumulative offsets; the grid is (query tiles,
-        // heads_q, batch) with 384 threads and the kernel's shared-memory plan, as its contract
-        // asks; the buffers' guards are held until the kernel is enqueued.
-        unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep) }
+        // which hold the problem's rows: checked above) with the kernel's box and swizzle; O holds
+        // every row × head × head_dim element and LSE every row × head (checked), both borrowed
+        // mutably for the call; the offsets (variable length) hold `batch + 1` entries each and
+        // the kernel clamps their contents to the rows that exist; the grid is (query tiles of the
+        // longest sequence, heads_q, batch) with 384 threads and the kernel's shared-memory plan,
+        // as its contract asks; the buffers' guards are held until the kernel is enqueued.
+        unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
     }
 }

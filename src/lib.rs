@@ -38,7 +38,7 @@ mod sealed;
 pub mod swiglu;
 mod warpforge;
 
-pub use attention::{AttentionElement, AttentionExtents, AttentionProblem};
+pub use attention::{AttentionElement, AttentionExtents, AttentionProblem, AttentionVarlenProblem};
 pub use gemm::{
     COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, KSplit, Layout,
     PlanSource, PlanTable, TileWidth,

@@ -4,12 +4,13 @@
 //! and large logits (up to about ±60, for the online softmax's stability), with the log-sum-exp
 //! checked and O and LSE poisoned with NaN first (every element written, nothing past the end).
 //! Plus the argument checks: on the CPU for `AttentionProblem::check`, and on the GPU for the
-//! refusals that need buffers (nothing is launched: the output keeps its poison).
+//! refusals that need buffers (nothing is launched: the output keeps its poison). Variable-length
+//! batches (`attention_varlen`) are checked sequence by sequence the same way.
 
 use half::{bf16, f16};
 use proptest::prelude::*;
 use warpforge::logic::attention::visible;
-use warpforge::{AttentionElement, AttentionProblem, Error};
+use warpforge::{AttentionElement, AttentionProblem, AttentionVarlenProblem, Error};
 
 use crate::common::{Element, check_all, gpu, random_f32};
 
@@ -36,17 +37,35 @@ struct RowRef {
     keys: usize,
 }
 
-fn reference_row(p: &AttentionProblem, q: &[f64], k: &[f64], v: &[f64], b: usize, h: usize, i: usize) -> RowRef {
-    let d = p.head_dim;
-    let g = p.heads_q / p.heads_kv;
-    let hk = h / g;
-    let q_row = &q[((b * p.seq_q + i) * p.heads_q + h) * d..][..d];
-    let kv_at = |j: usize| ((b * p.seq_k + j) * p.heads_kv + hk) * d;
-    let logits: Vec<(usize, f64)> = (0..p.seq_k)
-        .filter(|&j| visible(i as u32, j as u32, p.seq_q as u32, p.seq_k as u32, p.causal))
+/// Where one sequence's rows lie in the packed tensors.
+#[derive(Clone, Copy, Debug)]
+struct Sequence {
+    q_base: usize,
+    q_len: usize,
+    k_base: usize,
+    k_len: usize,
+}
+
+/// The heads and scale a reference row needs.
+#[derive(Clone, Copy, Debug)]
+struct Heads {
+    heads_q: usize,
+    heads_kv: usize,
+    head_dim: usize,
+    causal: bool,
+    scale: f32,
+}
+
+fn reference_row(x: &Heads, seq: Sequence, q: &[f64], k: &[f64], v: &[f64], h: usize, i: usize) -> RowRef {
+    let d = x.head_dim;
+    let hk = h / (x.heads_q / x.heads_kv);
+    let q_row = &q[((seq.q_base + i) * x.heads_q + h) * d..][..d];
+    let kv_at = |j: usize| ((seq.k_base + j) * x.heads_kv + hk) * d;
+    let logits: Vec<(usize, f64)> = (0..seq.k_len)
+        .filter(|&j| visible(i as u32, j as u32, seq.q_len as u32, seq.k_len as u32, x.causal))
         .map(|j| {
             let k_row = &k[kv_at(j)..][..d];
-            (j, p.softmax_scale as f64 * q_row.iter().zip(k_row).map(|(a, b)| a * b).sum::<f64>())
+            (j, x.scale as f64 * q_row.iter().zip(k_row).map(|(a, b)| a * b).sum::<f64>())
         })
         .collect();
     if logits.is_empty() {
@@ -71,6 +90,28 @@ fn reference_row(p: &AttentionProblem, q: &[f64], k: &[f64], v: &[f64], b: usize
         weighted_abs_v: weighted.iter().map(|x| x / sum).collect(),
         keys: logits.len(),
     }
+}
+
+/// Checks one row of O (`head_dim` values at `o_at`) and its LSE against the reference: P
+/// rounds to T before P·V (relative EPS each, or the subnormal floor per key), O rounds once;
+/// the f32 scores (their error moves P relatively by about the logit error) and ex2.approx are
+/// well below; a factor of about 3 over the bound.
+fn check_row<T: Element>(r: &RowRef, got: &[f64], lse: f64, what: &str) -> Option<String> {
+    for (c, &want) in r.o.iter().enumerate() {
+        let tol = 3.0 * T::EPS * r.weighted_abs_v[c] + 2.0 * T::EPS * want.abs() + r.keys as f64 * T::ABS_FLOOR + 1e-6;
+        let x = got[c];
+        // NaN (unwritten) fails too.
+        let within = (x - want).abs() <= tol;
+        if !within {
+            return Some(format!("O[{what} c{c}] = {x}, want {want} ± {tol}"));
+        }
+    }
+    let lse_ok = if r.lse == f64::NEG_INFINITY {
+        lse == f64::NEG_INFINITY
+    } else {
+        (lse - r.lse).abs() <= 1e-4 * (1.0 + r.lse.abs())
+    };
+    (!lse_ok).then(|| format!("LSE[{what}] = {lse}, want {}", r.lse))
 }
 
 /// Runs `case` on the GPU with element `T` and checks every output element and LSE value.
@@ -102,30 +143,16 @@ fn check_case<T: AttentionElement + Element>(case: &Case) {
     let f = |x: &[T]| x.iter().map(|v| v.f64()).collect::<Vec<f64>>();
     let (q, k, v) = (f(&q), f(&k), f(&v));
     let d = p.head_dim;
+    let heads =
+        Heads { heads_q: p.heads_q, heads_kv: p.heads_kv, head_dim: d, causal: p.causal, scale: p.softmax_scale };
     // One check per (sequence, head, query) row, on all cores.
     let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
         let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
-        let r = reference_row(p, &q, &k, &v, b, h, i);
+        let seq = Sequence { q_base: b * p.seq_q, q_len: p.seq_q, k_base: b * p.seq_k, k_len: p.seq_k };
+        let r = reference_row(&heads, seq, &q, &k, &v, h, i);
         let at = ((b * p.seq_q + i) * p.heads_q + h) * d;
-        for c in 0..d {
-            // P rounds to T before P·V (relative EPS each, or the subnormal floor per key), O
-            // rounds once; f32 accumulation and ex2.approx are far below.
-            let tol =
-                2.0 * T::EPS * r.weighted_abs_v[c] + 2.0 * T::EPS * r.o[c].abs() + r.keys as f64 * T::ABS_FLOOR + 1e-6;
-            let x = got[at + c];
-            // NaN (unwritten) fails too.
-            let within = (x - r.o[c]).abs() <= tol;
-            if !within {
-                return Some(format!("O[b{b} h{h} q{i} c{c}] = {x}, want {} ± {tol}", r.o[c]));
-            }
-        }
-        let l = got_lse[(b * p.heads_q + h) * p.seq_q + i] as f64;
-        let lse_ok = if r.lse == f64::NEG_INFINITY {
-            l == f64::NEG_INFINITY
-        } else {
-            (l - r.lse).abs() <= 1e-4 * (1.0 + r.lse.abs())
-        };
-        (!lse_ok).then(|| format!("LSE[b{b} h{h} q{i}] = {l}, want {}", r.lse))
+        let lse = got_lse[(b * p.heads_q + h) * p.seq_q + i] as f64;
+        check_row::<T>(&r, &got[at..at + d], lse, &format!("b{b} h{h} q{i}"))
     });
     assert_eq!(bad, 0, "{case:?} ({}): {bad} rows mismatch, first: {first:#?}", std::any::type_name::<T>());
 }
@@ -199,6 +226,93 @@ fn attention_edge_cases() {
             let case = Case { problem, large_logits, seed: 7 };
             check_case::<bf16>(&case);
             check_case::<f16>(&case);
+        }
+    }
+}
+
+/// A variable-length batch: random per-sequence lengths (0 included) packed back to back,
+/// through `attention_varlen`, each sequence checked against the reference on its own rows;
+/// the LSE is `[heads_q, total_q]`.
+fn check_varlen<T: AttentionElement + Element>(
+    lens: &[(usize, usize)],
+    heads_kv: usize,
+    group: usize,
+    head_dim: usize,
+    causal: bool,
+    seed: u64,
+) {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let offsets = |pick: fn(&(usize, usize)) -> usize| -> Vec<u32> {
+        std::iter::once(0)
+            .chain(lens.iter().scan(0u32, |acc, l| {
+                *acc += pick(l) as u32;
+                Some(*acc)
+            }))
+            .collect()
+    };
+    let (cu_q, cu_k) = (offsets(|l| l.0), offsets(|l| l.1));
+    let (total_q, total_k) = (*cu_q.last().unwrap() as usize, *cu_k.last().unwrap() as usize);
+    let (max_q, max_k) = (lens.iter().map(|l| l.0).max().unwrap(), lens.iter().map(|l| l.1).max().unwrap());
+    let heads_q = heads_kv * group;
+    let mut p = AttentionVarlenProblem::new(lens.len(), heads_q, heads_kv, total_q, total_k, max_q, max_k, head_dim);
+    p.causal = causal;
+    let e = p.check().expect("a valid problem");
+    let data = |salt: u64, n: usize| -> Vec<T> { random_f32(seed ^ salt, n, 1.0).into_iter().map(T::of).collect() };
+    let (q, k, v) = (data(1, e.q), data(2, e.kv), data(3, e.kv));
+    let (dq, dk, dv) = (stream.clone_htod(&q).unwrap(), stream.clone_htod(&k).unwrap(), stream.clone_htod(&v).unwrap());
+    let (dcu_q, dcu_k) = (stream.clone_htod(&cu_q).unwrap(), stream.clone_htod(&cu_k).unwrap());
+    let mut d_o = stream.clone_htod(&vec![T::NAN; e.q + TAIL]).unwrap();
+    let mut d_lse = stream.clone_htod(&vec![f32::NAN; e.lse + TAIL]).unwrap();
+    {
+        let mut o_view = d_o.slice_mut(..e.q);
+        let mut lse_view = d_lse.slice_mut(..e.lse);
+        let result = wf.attention_varlen(stream, &p, &dq, &dk, &dv, &dcu_q, &dcu_k, &mut o_view, Some(&mut lse_view));
+        if let Err(err) = result {
+            panic!("{p:?}: attention_varlen failed: {err}");
+        }
+    }
+    let got: Vec<f64> = stream.clone_dtoh(&d_o).unwrap().into_iter().map(T::f64).collect();
+    let got_lse: Vec<f32> = stream.clone_dtoh(&d_lse).unwrap();
+    assert!(
+        got[e.q..].iter().all(|x| x.is_nan()) && got_lse[e.lse..].iter().all(|x| x.is_nan()),
+        "{p:?}: written past the end"
+    );
+    let f = |x: &[T]| x.iter().map(|v| v.f64()).collect::<Vec<f64>>();
+    let (q, k, v) = (f(&q), f(&k), f(&v));
+    let heads = Heads { heads_q, heads_kv, head_dim, causal, scale: p.softmax_scale };
+    let (bad, first) = check_all(total_q * heads_q, |row| {
+        let (r, h) = (row / heads_q, row % heads_q);
+        let b = cu_q.partition_point(|&c| c as usize <= r) - 1;
+        let seq = Sequence { q_base: cu_q[b] as usize, q_len: lens[b].0, k_base: cu_k[b] as usize, k_len: lens[b].1 };
+        let i = r - seq.q_base;
+        let want = reference_row(&heads, seq, &q, &k, &v, h, i);
+        let at = (r * heads_q + h) * head_dim;
+        check_row::<T>(&want, &got[at..at + head_dim], got_lse[h * total_q + r] as f64, &format!("seq{b} h{h} q{i}"))
+    });
+    assert_eq!(
+        bad,
+        0,
+        "{lens:?} causal {causal} d{head_dim} ({}): {bad} rows mismatch, first: {first:#?}",
+        std::any::type_name::<T>()
+    );
+}
+
+/// Variable-length batches: ragged lengths, empty sequences, queries longer and shorter than
+/// keys, GQA, both head dimensions and both types, causal and not.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn attention_varlen_matches_the_f64_reference() {
+    let batches: [&[(usize, usize)]; 4] = [
+        &[(1, 1)],
+        &[(129, 300), (7, 7), (0, 5), (256, 100), (300, 1)],
+        &[(64, 0), (65, 64), (200, 513)],
+        &[(383, 383), (1, 640)],
+    ];
+    for (n, lens) in batches.iter().enumerate() {
+        for (head_dim, group, causal) in [(64, 1, false), (128, 4, true), (64, 8, true), (128, 1, false)] {
+            check_varlen::<bf16>(lens, 2, group, head_dim, causal, n as u64);
+            check_varlen::<f16>(lens, 1, group, head_dim, causal, n as u64 + 100);
         }
     }
 }
@@ -326,5 +440,49 @@ fn attention_refuses_invalid_arguments_without_launching() {
     bad = p;
     bad.head_dim = 96;
     expect_invalid("head_dim 96", wf.attention(stream, &bad, &q, &kv, &kv, &mut o, None));
+    let cu = stream.clone_htod(&[0u32, 33]).unwrap();
+    let short_cu = cu.slice(..1);
+    let varlen = AttentionVarlenProblem::new(1, 4, 2, 33, 40, 33, 40, 64);
+    expect_invalid(
+        "cu_seqlens_q too short",
+        wf.attention_varlen(stream, &varlen, &q, &kv, &kv, &short_cu, &cu, &mut o, None),
+    );
+    expect_invalid(
+        "cu_seqlens_k too short",
+        wf.attention_varlen(stream, &varlen, &q, &kv, &kv, &cu, &short_cu, &mut o, None),
+    );
+    let mut bad_varlen = varlen;
+    bad_varlen.max_seq_q = 34;
+    expect_invalid(
+        "max_seq_q > total_q",
+        wf.attention_varlen(stream, &bad_varlen, &q, &kv, &kv, &cu, &cu, &mut o, None),
+    );
     untouched(&o, "after the refusals");
+}
+
+/// `AttentionVarlenProblem::check`: the shared rules, and the longest sequences within the totals.
+#[test]
+fn attention_varlen_problem_check_refuses_bad_shapes() {
+    let ok = AttentionVarlenProblem::new(3, 8, 2, 500, 700, 300, 400, 64);
+    let e = ok.check().unwrap();
+    assert_eq!((e.group, e.q, e.kv, e.lse), (4, 500 * 8 * 64, 700 * 2 * 64, 8 * 500));
+    let with = |f: &dyn Fn(&mut AttentionVarlenProblem)| {
+        let mut p = ok;
+        f(&mut p);
+        p
+    };
+    let bad: [(&str, AttentionVarlenProblem); 9] = [
+        ("batch 0", with(&|p| p.batch = 0)),
+        ("total_q 0", with(&|p| p.total_q = 0)),
+        ("max_seq_q 0", with(&|p| p.max_seq_q = 0)),
+        ("max_seq_q > total_q", with(&|p| p.max_seq_q = 501)),
+        ("max_seq_k > total_k", with(&|p| p.max_seq_k = 701)),
+        ("head_dim 32", with(&|p| p.head_dim = 32)),
+        ("GQA not divisible", with(&|p| p.heads_kv = 3)),
+        ("total rows ≥ 2^31", with(&|p| p.total_k = 1 << 31)),
+        ("scale inf", with(&|p| p.softmax_scale = f32::INFINITY)),
+    ];
+    for (what, p) in bad {
+        expect_invalid(what, p.check());
+    }
 }

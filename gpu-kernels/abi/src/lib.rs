@@ -122,11 +122,12 @@ pub mod attention_sm90 {
 pub struct AttentionParams {
     /// Device address of O (`[rows_q, heads_q, head_dim]`, the element type of Q).
     pub o: u64,
-    /// Device address of the f32 log-sum-exp output `[batch, heads_q, seq_q]` (natural log;
-    /// `-inf` for a row that sees no key), or 0.
+    /// Device address of the f32 log-sum-exp output (natural log; `-inf` for a row that sees no
+    /// key), or 0: `[batch, heads_q, seq_q]`, or `[heads_q, total_q]` with variable lengths.
     pub lse: u64,
     /// Device address of `batch + 1` u32 cumulative query offsets, or 0 (fixed length:
-    /// sequence `b` starts at row `b · seq_q`).
+    /// sequence `b` starts at row `b · seq_q`). The kernel clamps each sequence to the rows
+    /// below `total_q` and to `seq_q` / `seq_k` queries / keys.
     pub cu_seqlens_q: u64,
     /// As `cu_seqlens_q`, for keys and values.
     pub cu_seqlens_k: u64,

@@ -96,7 +96,10 @@ struct Sequence {
     k_len: u32,
 }
 
-/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets.
+/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets. Offsets are
+/// device data the host cannot check, so they are clamped: a sequence never extends past Q's
+/// rows (`total_q`: nothing is written outside O or the LSE) nor past `seq_q` / `seq_k` (the
+/// longest, which bounds the grid and the key loop); decreasing offsets give an empty sequence.
 ///
 /// # Safety
 /// The offsets (when given) hold `batch + 2` entries at least.
@@ -109,7 +112,8 @@ unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
     let b = batch as usize;
     // SAFETY: `batch + 1` is inside both offset arrays (contract).
     let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
-    Sequence { q_base: q0, q_len: q1 - q0, k_base: k0, k_len: k1 - k0 }
+    let q_len = q1.saturating_sub(q0).min(p.seq_q).min(p.total_q.saturating_sub(q0));
+    Sequence { q_base: q0, q_len, k_base: k0, k_len: k1.saturating_sub(k0).min(p.seq_k) }
 }
 
 /// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings.
