@@ -317,6 +317,97 @@ fn attention_varlen_matches_the_f64_reference() {
     }
 }
 
+/// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of 128 keys, the online
+/// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
+/// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
+/// tolerance holds for an exact implementation of the kernel's algorithm.
+fn model_row<T: Element>(
+    x: &Heads,
+    seq: Sequence,
+    q: &[f64],
+    k: &[f64],
+    v: &[f64],
+    h: usize,
+    i: usize,
+) -> (Vec<f64>, f64) {
+    const BLOCK: usize = 128;
+    let d = x.head_dim;
+    let hk = h / (x.heads_q / x.heads_kv);
+    let q_row = &q[((seq.q_base + i) * x.heads_q + h) * d..][..d];
+    let kv_at = |j: usize| ((seq.k_base + j) * x.heads_kv + hk) * d;
+    let scale = x.scale * std::f32::consts::LOG2_E;
+    let (mut max, mut sum, mut o) = (f32::NEG_INFINITY, 0f32, vec![0f32; d]);
+    for block in 0..seq.k_len.div_ceil(BLOCK).max(1) {
+        let keys = block * BLOCK..((block + 1) * BLOCK).min(seq.k_len);
+        let s: Vec<f32> = keys
+            .clone()
+            .map(|j| {
+                if visible(i as u32, j as u32, seq.q_len as u32, seq.k_len as u32, x.causal) {
+                    q_row.iter().zip(&k[kv_at(j)..][..d]).map(|(a, b)| (a * b) as f32).sum()
+                } else {
+                    f32::NEG_INFINITY
+                }
+            })
+            .collect();
+        let new_max = s.iter().fold(max, |m, &x| m.max(x * scale));
+        let base = if new_max == f32::NEG_INFINITY { 0.0 } else { new_max };
+        let alpha = (max - base).exp2();
+        sum *= alpha;
+        o.iter_mut().for_each(|x| *x *= alpha);
+        for (j, &sj) in keys.zip(&s) {
+            let pj = sj.mul_add(scale, -base).exp2();
+            sum += pj;
+            let pr = T::of(pj).f64() as f32;
+            for (c, oc) in o.iter_mut().enumerate() {
+                *oc += pr * v[kv_at(j) + c] as f32;
+            }
+        }
+        max = new_max;
+    }
+    let inv = if sum > 0.0 { 1.0 / sum } else { 0.0 };
+    let lse = if sum > 0.0 { ((max + sum.log2()) * std::f32::consts::LN_2) as f64 } else { f64::NEG_INFINITY };
+    (o.iter().map(|&x| T::of(x * inv).f64()).collect(), lse)
+}
+
+fn check_model<T: Element>(case: &Case) -> Result<(), TestCaseError> {
+    let p = &case.problem;
+    let e = p.check().unwrap();
+    let magnitude = if case.large_logits { 2.0 } else { 1.0 };
+    let data = |salt: u64, n: usize, scale: f32| -> Vec<f64> {
+        random_f32(case.seed ^ salt, n, scale).into_iter().map(|x| T::of(x).f64()).collect()
+    };
+    let (q, k, v) = (data(1, e.q, magnitude), data(2, e.kv, magnitude), data(3, e.kv, 1.0));
+    let heads = Heads {
+        heads_q: p.heads_q,
+        heads_kv: p.heads_kv,
+        head_dim: p.head_dim,
+        causal: p.causal,
+        scale: p.softmax_scale,
+    };
+    let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
+        let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
+        let seq = Sequence { q_base: b * p.seq_q, q_len: p.seq_q, k_base: b * p.seq_k, k_len: p.seq_k };
+        let (o, lse) = model_row::<T>(&heads, seq, &q, &k, &v, h, i);
+        check_row::<T>(&reference_row(&heads, seq, &q, &k, &v, h, i), &o, lse, &format!("b{b} h{h} q{i}"))
+    });
+    prop_assert_eq!(bad, 0, "{:?}: the model breaks the tolerance: {:#?}", case, first);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    /// The tolerance of the GPU tests holds for the kernel's algorithm computed exactly as the
+    /// kernel does (CPU model), large logits included: a GPU failure is the kernel's, not the
+    /// tolerance's.
+    #[test]
+    fn the_tolerance_holds_for_a_cpu_model_of_the_kernel(case in any_case(), f16_case: bool) {
+        let mut case = case;
+        (case.problem.seq_q, case.problem.seq_k) = (case.problem.seq_q.min(160), case.problem.seq_k.min(300));
+        if f16_case { check_model::<f16>(&case)? } else { check_model::<bf16>(&case)? }
+    }
+}
+
 fn expect_invalid(what: &str, result: warpforge::Result<impl std::fmt::Debug>) {
     match result {
         Err(Error::InvalidArgument(_)) => {}
