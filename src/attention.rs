@@ -27,7 +27,7 @@ use warpforge_host::{Error, LaunchConfig, Result};
 use crate::Warpforge;
 use crate::gemm::{GemmInput, check};
 
-/// Largest grid y and z extent (query heads, batch).
+/// Largest grid y and z extent (key/value heads, batch).
 const MAX_GRID_YZ: usize = 65_535;
 /// Rows (batch × sequence) stay below 2^31: TMA coordinates are signed 32-bit.
 const MAX_ROWS: usize = 1 << 31;
@@ -233,8 +233,13 @@ impl Shape {
         check(p.softmax_scale.is_finite() && p.softmax_scale > 0.0, || {
             format!("softmax_scale {} must be finite and > 0", p.softmax_scale)
         })?;
-        check(p.heads_q <= MAX_GRID_YZ && p.batch <= MAX_GRID_YZ, || {
-            format!("heads_q {} and batch {} must be ≤ {MAX_GRID_YZ}", p.heads_q, p.batch)
+        check(p.heads_kv <= MAX_GRID_YZ && p.batch <= MAX_GRID_YZ, || {
+            format!("heads_kv {} and batch {} must be ≤ {MAX_GRID_YZ}", p.heads_kv, p.batch)
+        })?;
+        // The grid's x extent, query tiles × group, stays below 2^31.
+        let group = p.heads_q / p.heads_kv;
+        check((p.seq_q.div_ceil(BLOCK_M as usize) as u128) * (group as u128) < MAX_ROWS as u128, || {
+            format!("{} query tiles × group {group} must be < 2^31", p.seq_q.div_ceil(BLOCK_M as usize))
         })?;
         check(p.rows_q < MAX_ROWS && p.rows_k < MAX_ROWS, || {
             format!("{} query rows and {} key rows: each must be < 2^31", p.rows_q, p.rows_k)
@@ -401,7 +406,7 @@ impl Warpforge {
             q_tiles: tiles,
         };
         let config = LaunchConfig {
-            grid: [tiles, p.heads_q as u32, p.batch as u32],
+            grid: [tiles * e.group as u32, p.heads_kv as u32, p.batch as u32],
             block: [THREADS, 1, 1],
             dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
             cluster: None,
@@ -413,8 +418,9 @@ impl Warpforge {
         // every row × head × head_dim element and LSE every row × head (checked), both borrowed
         // mutably for the call; the offsets (variable length) hold `batch + 1` entries each and
         // the kernel clamps their contents to the rows that exist; the grid is (query tiles of the
-        // longest sequence, heads_q, batch) with 384 threads and the kernel's shared-memory plan,
-        // as its contract asks; the buffers' guards are held until the kernel is enqueued.
+        // longest sequence × group, heads_kv, batch) with 384 threads and the kernel's
+        // shared-memory plan, as its contract asks; the buffers' guards are held until the kernel
+        // is enqueued.
         unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
     }
 }

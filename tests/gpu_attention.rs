@@ -427,7 +427,7 @@ fn attention_problem_check_refuses_bad_shapes() {
         p
     };
     let top = 1usize << (usize::BITS - 1);
-    let bad: [(&str, AttentionProblem); 14] = [
+    let bad: [(&str, AttentionProblem); 15] = [
         ("batch 0", with(&|p| p.batch = 0)),
         ("heads_q 0", with(&|p| p.heads_q = 0)),
         ("heads_kv 0", with(&|p| p.heads_kv = 0)),
@@ -442,6 +442,7 @@ fn attention_problem_check_refuses_bad_shapes() {
         ("rows ≥ 2^31", with(&|p| p.seq_k = 1 << 30)),
         ("seq_q overflows", with(&|p| p.seq_q = top)),
         ("batch over the grid", with(&|p| p.batch = 70_000)),
+        ("heads_kv over the grid", with(&|p| (p.heads_q, p.heads_kv) = (70_000, 70_000))),
     ];
     for (what, p) in bad {
         expect_invalid(what, p.check());

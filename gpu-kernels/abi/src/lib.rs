@@ -116,7 +116,7 @@ pub mod attention_sm90 {
 /// Q, K, V and O are packed `[rows, heads, head_dim]` with `rows` the batch's sequences back
 /// to back (`[batch, seq, heads, head_dim]`, or a variable-length batch with cumulative
 /// offsets). The maps are 3-D over (head_dim, heads, rows). The grid is (query tiles of
-/// `BLOCK_M` rows, `heads_q`, batch).
+/// `BLOCK_M` rows × `group`, `heads_q / group`, batch), the group's query heads fastest.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionParams {
@@ -145,7 +145,8 @@ pub struct AttentionParams {
     pub scale_log2: f32,
     /// 1: causal mask aligned to the bottom right (query `i` sees keys `j ≤ i + seq_k − seq_q`).
     pub causal: u32,
-    /// Query tiles of `BLOCK_M` rows per sequence: the grid's x extent, `⌈seq_q / BLOCK_M⌉`.
+    /// Query tiles of `BLOCK_M` rows per sequence, `⌈seq_q / BLOCK_M⌉` (the grid's x extent is
+    /// `q_tiles · group`).
     pub q_tiles: u32,
 }
 

@@ -17,9 +17,11 @@
 //! directly (4-byte pairs, rows past the sequence skipped). The grid walks the query tiles last
 //! first, so causal tiles with the most key blocks start first.
 //!
-//! GQA: query head `h` reads key/value head `h / group`; the CTAs of a group run side by side
-//! (adjacent `blockIdx.y`), so a K/V block is read from HBM once per group and from L2 by the
-//! rest of the group.
+//! GQA: query head `h` reads key/value head `h / group`. The grid is (query tiles × group,
+//! key/value heads, sequences) with the group's heads fastest, so the CTAs of a group run side
+//! by side on the same query tile and key blocks: a K/V block is read from HBM about once per
+//! group and from L2 by the rest of it (with group 1 the query tiles of a head run side by side
+//! and share K/V the same way).
 //!
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread loads Q once (its own barrier) and then the K
@@ -189,7 +191,7 @@ impl Rows {
 /// The maps describe Q, K and V as 3-D (head_dim, heads, rows) tensors of `T` with box
 /// 64 × 1 × 128 under 128-byte swizzle (K and V with the key/value heads); `p` as documented on
 /// [`AttentionParams`], its O (and LSE) buffers holding every row of every sequence; grid
-/// (`q_tiles` = ⌈seq_q / 128⌉, heads_q, batch), 384 threads, `attention_sm90::smem_plan(D)` launch bytes.
+/// (`q_tiles · group`, heads_kv, batch), 384 threads, `attention_sm90::smem_plan(D)` launch bytes.
 #[inline(always)]
 unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, const KCH: usize>(
     q_map: &TensorMap,
@@ -202,7 +204,12 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     Scores: WgmmaSs<T::Kind, T::Kind>,
 {
     const { assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC, "tile shapes agree") };
-    let (tile, head, batch) = (p.q_tiles - 1 - block_idx().x, block_idx().y, block_idx().z);
+    // x walks the heads of a GQA group fastest (they read the same K/V blocks at about the same
+    // time: once from HBM, then from L2), then the query tiles, last first; y is the key/value
+    // head. `max(1)`: the host passes a group ≥ 1; no division-by-zero path (and no panic).
+    let group = p.group.max(1);
+    let (x, kv_head, batch) = (block_idx().x, block_idx().y, block_idx().z);
+    let (tile, head) = (p.q_tiles - 1 - x / group, kv_head * group + x % group);
     // SAFETY: the grid's z extent is the batch (contract).
     let seq = unsafe { sequence(p, batch) };
     let m0 = tile * BLOCK_M;
@@ -246,8 +253,7 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
         // SAFETY: all 32 lanes of warp 0 call it together.
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
-            // `max(1)`: the host passes a group ≥ 1; no division by zero path (and no panic) exists.
-            let kv_head = (head / p.group.max(1)) as i32;
+            let kv_head = kv_head as i32;
             let q_row = (seq.q_base + m0) as i32;
             // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded next.
             unsafe { q_full.arrive_expect_tx(DC as u32 * Chunk::<T>::BYTES) };
