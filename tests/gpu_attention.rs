@@ -408,6 +408,70 @@ proptest! {
     }
 }
 
+/// Offsets in the output of `rows_vocab_sm90a` (mirror `rows_checks::ROWS_OUT_*`).
+const ROWS_OUT_P: usize = 128;
+const ROWS_OUT_STATE: usize = ROWS_OUT_P + 64 * 128;
+const ROWS_OUT_PV: usize = ROWS_OUT_STATE + 128;
+/// Its dynamic shared memory (mirrors `ROWS_SMEM_BYTES`).
+const ROWS_SMEM_BYTES: u32 = 128 * 64 * 2 + 1024;
+
+/// The register-tile vocabulary alone on the GPU (`gpu-kernels/checks/src/rows_checks.rs`): row
+/// max and sum over the quads, one online-softmax step, and P rounded into RS fragments times
+/// the identity by wgmma, against the CPU. Where the attention tests fail, this says whether
+/// the vocabulary or the pipeline is at fault.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn rows_vocabulary_on_the_gpu() {
+    use warpforge::host::{KernelArgs, LaunchConfig};
+    let stream = gpu().0.stream();
+    let mut x = random_f32(11, 64 * 128, 4.0);
+    // A fully masked row and a row with one unmasked score: the softmax's edge cases.
+    x[5 * 128..6 * 128].iter_mut().for_each(|v| *v = f32::NEG_INFINITY);
+    x[9 * 128..10 * 128].iter_mut().enumerate().for_each(|(c, v)| *v = if c == 77 { 3.0 } else { f32::NEG_INFINITY });
+    // The step's scale in base-2 units (softmax scale 0.7).
+    let scale2 = 0.7f32 * std::f32::consts::LOG2_E;
+    let dx = stream.clone_htod(&x).unwrap();
+    let mut out = stream.clone_htod(&vec![f32::NAN; ROWS_OUT_PV + 64 * 64]).unwrap();
+    {
+        let mut args = KernelArgs::new();
+        args.push_buffer(&dx, stream).push(scale2).push_buffer_mut(&mut out, stream);
+        let kernel = crate::common::checks().kernel("rows_vocab_sm90a").unwrap();
+        let config = LaunchConfig::linear(1, 128).with_dynamic_smem(ROWS_SMEM_BYTES);
+        // SAFETY: one block of 128 threads with the entry's shared memory; `x` and `out` are
+        // sized as its doc requires.
+        unsafe { kernel.launch(stream, &config, args) }.unwrap();
+    }
+    let got: Vec<f32> = stream.clone_dtoh(&out).unwrap();
+    for r in 0..64 {
+        let row = &x[r * 128..(r + 1) * 128];
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = row.iter().map(|&v| v as f64).sum();
+        assert_eq!(got[2 * r], max, "row_max of row {r}");
+        let sum_ok = if sum.is_finite() {
+            (got[2 * r + 1] as f64 - sum).abs() <= 1e-4 * (1.0 + sum.abs())
+        } else {
+            got[2 * r + 1] as f64 == sum
+        };
+        assert!(sum_ok, "row_sum of row {r}: {} vs {sum}", got[2 * r + 1]);
+        let base = if max == f32::NEG_INFINITY { 0.0 } else { (max * scale2) as f64 };
+        let p: Vec<f64> = row.iter().map(|&v| (v as f64 * scale2 as f64 - base).exp2()).collect();
+        let total: f64 = p.iter().sum();
+        assert_eq!(got[ROWS_OUT_STATE + 2 * r], max * scale2, "softmax max of row {r}");
+        assert!(
+            (got[ROWS_OUT_STATE + 2 * r + 1] as f64 - total).abs() <= 1e-5 * (1.0 + total),
+            "softmax total of row {r}"
+        );
+        for c in 0..128 {
+            let g = got[ROWS_OUT_P + r * 128 + c] as f64;
+            assert!((g - p[c]).abs() <= 1e-5 * (1.0 + p[c]), "P[{r}][{c}] = {g}, want {}", p[c]);
+        }
+        for n in 0..64 {
+            let want = bf16::from_f32(got[ROWS_OUT_P + r * 128 + n]).to_f32();
+            assert_eq!(got[ROWS_OUT_PV + r * 64 + n], want, "(P·I)[{r}][{n}]: the A fragment of P");
+        }
+    }
+}
+
 fn expect_invalid(what: &str, result: warpforge::Result<impl std::fmt::Debug>) {
     match result {
         Err(Error::InvalidArgument(_)) => {}
