@@ -92,10 +92,20 @@ pub mod attention_sm90 {
     /// Element size only matters, so bf16 stands for f16 too.
     pub type Box = TileSpec<elem::Bf16, { BLOCK_N as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
 
-    /// K/V ring depth for head dimension `head_dim`: as deep as fits 227 KiB with margin.
+    /// K/V ring depth for head dimension `head_dim`. A stage holds a block's K and V, and V is
+    /// read one step after K (the next block's `Q·Kᵀ` is issued before this block's `P·V`), so
+    /// two stages would let the producer run only one block ahead of the wait: three at
+    /// d = 128 (224 KiB with Q, just inside Hopper's 227 KiB), four at d = 64.
     pub const fn stages(head_dim: u32) -> u32 {
-        if head_dim <= 64 { 4 } else { 2 }
+        if head_dim <= 64 { 4 } else { 3 }
     }
+
+    /// Dynamic shared memory a block may use on sm_90 (227 KiB).
+    pub const SM90_SMEM_LIMIT: u32 = 227 * 1024;
+    const _: () = assert!(
+        smem_plan(64).launch_bytes() <= SM90_SMEM_LIMIT && smem_plan(128).launch_bytes() <= SM90_SMEM_LIMIT,
+        "the attention plans fit Hopper's shared memory"
+    );
 
     /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
     /// per chunk), the K ring, the V ring, the ring's barriers, Q's barrier.

@@ -38,7 +38,7 @@
 //! (or past the tensor: zero fill); those keys are masked, so their P is 0.
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and a ring of (K, V) stages of
-//! 128 × d each: 4 stages at d = 64 (144 KiB), 2 at d = 128 (160 KiB). Measured ratio vs
+//! 128 × d each: 4 stages at d = 64 (144 KiB), 3 at d = 128 (224 KiB). Measured ratio vs
 //! FlashAttention/cuDNN: not yet measured (docs/PERF.md will keep it).
 //!
 //! Not here yet: FA3's inter-warpgroup ping-pong (named barriers ordering the two consumer
