@@ -41,16 +41,16 @@
 //! 128 × d each: 4 stages at d = 64 (144 KiB), 3 at d = 128 (224 KiB). Measured ratio vs
 //! FlashAttention/cuDNN: not yet measured (docs/PERF.md will keep it).
 //!
-//! Not here yet: FA3's inter-warpgroup ping-pong (named barriers ordering the two consumer
-//! warpgroups' GEMMs so one's softmax runs under the other's wgmmas); the two warpgroups run
-//! unsynchronised, which overlaps them only by chance.
+//! FA3's inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their
+//! wgmmas (two named barriers), so one's softmax runs while the tensor cores work through the
+//! other's products.
 
 use core::marker::PhantomData;
 
 use warpforge_dsl::abi::attention_sm90::{BLOCK_M, BLOCK_N, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
 use warpforge_dsl::logic::acc_rows::slot_row;
-use warpforge_dsl::logic::attention::{block_needs_mask, kv_blocks, visible};
+use warpforge_dsl::logic::attention::{Sequence, block_needs_mask, kv_blocks, visible};
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M, acc_coord};
 use warpforge_dsl::math;
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
@@ -60,7 +60,7 @@ use warpforge_dsl::parts::mainloop::produce;
 use warpforge_dsl::parts::rows::{self, AFragments8, OnlineSoftmax, Pack16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::sync::sync_threads;
+use warpforge_dsl::sync::{NamedBarrier, sync_threads};
 use warpforge_dsl::thread::{block_idx, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Accumulator, WgmmaRs, WgmmaSs};
@@ -76,6 +76,8 @@ const CHUNK: usize = HEAD_CHUNK as usize;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
+/// Threads in each phase of a ping-pong turn barrier: both consumer warpgroups.
+const TURN_THREADS: u32 = CONSUMERS * WARPGROUP_THREADS;
 
 /// One box: 128 rows × 64 head columns. // (ROWS, CHUNK)
 type Chunk<T> = SmemTile<T, ROWS, CHUNK, Swizzle128B>;
@@ -89,33 +91,20 @@ impl<T: Copy, const DC: usize> TmaLoad for KvStage<T, DC> {
     const BYTES: u32 = 2 * DC as u32 * Chunk::<T>::BYTES;
 }
 
-/// Where one sequence's rows lie in the packed tensors, and how many there are.
-#[derive(Clone, Copy)]
-struct Sequence {
-    q_base: u32,
-    q_len: u32,
-    k_base: u32,
-    k_len: u32,
-}
-
-/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets. Offsets are
-/// device data the host cannot check, so they are clamped: a sequence never extends past Q's
-/// rows (`total_q`: nothing is written outside O or the LSE) nor past `seq_q` / `seq_k` (the
-/// longest, which bounds the grid and the key loop); decreasing offsets give an empty sequence.
+/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets (clamped:
+/// `Sequence::from_offsets`).
 ///
 /// # Safety
 /// The offsets (when given) hold `batch + 2` entries at least.
 #[inline(always)]
 unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
     if p.cu_seqlens_q == 0 {
-        return Sequence { q_base: batch * p.seq_q, q_len: p.seq_q, k_base: batch * p.seq_k, k_len: p.seq_k };
+        return Sequence::fixed(batch, p.seq_q, p.seq_k);
     }
-    let (cu_q, cu_k) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32);
-    let b = batch as usize;
+    let (cu_q, cu_k, b) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32, batch as usize);
     // SAFETY: `batch + 1` is inside both offset arrays (contract).
     let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
-    let q_len = q1.saturating_sub(q0).min(p.seq_q).min(p.total_q.saturating_sub(q0));
-    Sequence { q_base: q0, q_len, k_base: k0, k_len: k1.saturating_sub(k0).min(p.seq_k) }
+    Sequence::from_offsets(q0, q1, k0, k1, p.seq_q, p.seq_k, p.total_q)
 }
 
 /// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings.
@@ -292,6 +281,19 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     let scale = p.scale_log2;
     let operands = Operands { q: q_tile, k: k_ring, v: v_ring, wg };
     let own_rows = Rows { q0, q_len: seq.q_len, k_len: seq.k_len, causal, thread: t };
+    // FA3's ping-pong: the two consumer warpgroups take turns issuing their wgmmas, so one's
+    // softmax runs while the tensor cores work through the other's. Barrier 1 is warpgroup 0's
+    // turn, 2 warpgroup 1's; a warpgroup syncs on its own before each issue and arrives on the
+    // other's after it. Warpgroup 1 arrives once up front (warpgroup 0 goes first) and
+    // warpgroup 0 syncs once at the end (taking warpgroup 1's last arrival), so every phase of
+    // both barriers has exactly 256 threads.
+    // SAFETY: ids 1 and 2 are used only here, with 256 threads (as above).
+    let (first, second) = unsafe { (NamedBarrier::<TURN_THREADS>::new(1), NamedBarrier::<TURN_THREADS>::new(2)) };
+    let (my_turn, their_turn) = if wg == 0 { (first, second) } else { (second, first) };
+    if wg == 1 {
+        // SAFETY: the up-front arrival of the protocol above (whole warpgroup).
+        unsafe { their_turn.arrive() };
+    }
     let mut o = O::ZERO;
     let mut softmax = OnlineSoftmax::START;
     let mut state = PipelineState::<RING>::START;
@@ -301,11 +303,13 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     pipe.consumer_wait(state);
     let mut s = Scores::ZERO;
     // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and stay
-    // until this warpgroup's release, after the covering wait.
+    // until this warpgroup's release, after the covering wait; one turn (see above).
     unsafe {
+        my_turn.sync();
         warpgroup::fence();
         operands.scores(&mut s, state.stage);
         warpgroup::commit();
+        their_turn.arrive();
         warpgroup::wait::<0>();
     }
     own_rows.mask(&mut s, 0);
@@ -325,11 +329,13 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         // they have landed while `P·V` may still run; `probs` is not modified before `wait::<0>`
         // (it is rewritten after it).
         unsafe {
+            my_turn.sync();
             warpgroup::fence();
             operands.scores(&mut s, state.stage);
             warpgroup::commit();
             operands.pv(&mut o, &probs, previous.stage);
             warpgroup::commit();
+            their_turn.arrive();
             warpgroup::wait::<1>();
         }
         own_rows.mask(&mut s, block);
@@ -349,11 +355,17 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     }
     // SAFETY: as above, for the last block's `P·V`.
     unsafe {
+        my_turn.sync();
         warpgroup::fence();
         operands.pv(&mut o, &probs, state.stage);
         warpgroup::commit();
+        their_turn.arrive();
         warpgroup::wait::<0>();
         pipe.consumer_release(state);
+    }
+    if wg == 0 {
+        // SAFETY: the closing sync of the turn protocol (whole warpgroup).
+        unsafe { my_turn.sync() };
     }
 
     // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.

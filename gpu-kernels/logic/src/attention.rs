@@ -47,6 +47,41 @@ pub const fn block_needs_mask(block: u32, block_n: u32, q0: u32, q_len: u32, k_l
     last_key >= k_len as u64 || (causal && last_key + q_len as u64 > q0 as u64 + k_len as u64)
 }
 
+/// Where one sequence's rows lie in the packed `[rows, heads, head_dim]` tensors, and how many
+/// there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sequence {
+    /// First row of its queries (in Q and O).
+    pub q_base: u32,
+    /// Its queries.
+    pub q_len: u32,
+    /// First row of its keys (in K and V).
+    pub k_base: u32,
+    /// Its keys.
+    pub k_len: u32,
+}
+
+impl Sequence {
+    /// Sequence `batch` of a fixed-length batch.
+    pub const fn fixed(batch: u32, seq_q: u32, seq_k: u32) -> Self {
+        Sequence { q_base: batch * seq_q, q_len: seq_q, k_base: batch * seq_k, k_len: seq_k }
+    }
+
+    /// The sequence between cumulative offsets `q0..q1` (queries) and `k0..k1` (keys). The
+    /// offsets are device data no one checked, so they are clamped: the queries never extend
+    /// past `total_q` rows (nothing is written outside O or the LSE) nor past `max_q`, the keys
+    /// never past `max_k` (the longest sequences, which bound the grid and the key loop), and
+    /// decreasing offsets give an empty sequence.
+    pub const fn from_offsets(q0: u32, q1: u32, k0: u32, k1: u32, max_q: u32, max_k: u32, total_q: u32) -> Self {
+        let q_len = min(min(q1.saturating_sub(q0), max_q), total_q.saturating_sub(q0));
+        Sequence { q_base: q0, q_len, k_base: k0, k_len: min(k1.saturating_sub(k0), max_k) }
+    }
+}
+
+const fn min(a: u32, b: u32) -> u32 {
+    if a < b { a } else { b }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,6 +120,20 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn offsets_never_reach_past_the_rows(q0: u32, q1: u32, k0: u32, k1: u32, max_q in 1u32..5000, max_k in 1u32..5000, total_q in 1u32..100_000) {
+            let s = Sequence::from_offsets(q0, q1, k0, k1, max_q, max_k, total_q);
+            prop_assert!(s.q_len <= max_q && s.k_len <= max_k);
+            if s.q_len > 0 {
+                prop_assert!(s.q_base as u64 + s.q_len as u64 <= total_q as u64);
+            }
+            if q0 <= q1 && q1 <= total_q && q1 - q0 <= max_q && k0 <= k1 && k1 - k0 <= max_k {
+                prop_assert_eq!((s.q_len, s.k_len), (q1 - q0, k1 - k0), "valid offsets are kept");
             }
         }
     }
