@@ -9,8 +9,10 @@
 //! the unfused epilogue), `gemm_sweep` (the 352-shape sweep of model projections and random shapes),
 //! `gemm_fp8` (the block-scaled FP8 GEMM against cuBLASLt's blockwise and per-tensor FP8 GEMMs on
 //! the DeepSeek-V3 projections), `quant` (the FP8/FP4 quantisation kernels against the copy
-//! bandwidth).
+//! bandwidth), `attention` (the attention forward; its vendor side is
+//! `benches/attention_vendor.py`).
 
+mod attention;
 mod common;
 mod gemm_bf16;
 mod gemm_fp8;
@@ -22,12 +24,13 @@ mod quant;
 type Run = fn() -> common::Result<()>;
 
 /// The benches by name, in the order a run without a name takes them.
-const BENCHES: [(&str, Run); 5] = [
+const BENCHES: [(&str, Run); 6] = [
     ("gemm_bf16", gemm_bf16::main),
     ("gemm_swiglu", gemm_swiglu::main),
     ("gemm_sweep", gemm_sweep::main),
     ("gemm_fp8", gemm_fp8::main),
     ("quant", quant::main),
+    ("attention", attention::main),
 ];
 
 fn main() -> common::Result<()> {

@@ -29,6 +29,7 @@
 //! For a kernel author: the same runtime ([`host`]) launches kernels from your own `no_std`
 //! device crate, built by `warpforge-builder` from your build.rs (see `examples/custom-kernel`).
 
+pub mod attention;
 pub mod gemm;
 pub mod gemm_fp8;
 pub mod kernels;
@@ -38,6 +39,7 @@ mod sealed;
 pub mod swiglu;
 mod warpforge;
 
+pub use attention::{AttentionElement, AttentionExtents, AttentionProblem, AttentionVarlenProblem};
 pub use gemm::{
     COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, KSplit, Layout,
     PlanSource, PlanTable, TileWidth,

@@ -114,6 +114,96 @@ pub struct BlockScaleParams {
     pub k_blocks: u32,
 }
 
+/// Tile and launch shape of the sm_90 attention forward kernels (`attention_*_sm90`).
+pub mod attention_sm90 {
+    use warpforge_logic::swizzle::Swizzle128B;
+    use warpforge_logic::tile_spec::{SmemPlan, TileSpec, elem};
+
+    /// Query rows per CTA: two consumer warpgroups of 64 rows (wgmma's M).
+    pub const BLOCK_M: u32 = 128;
+    /// Keys per K/V tile (one ring stage).
+    pub const BLOCK_N: u32 = 128;
+    /// Head-dimension columns per TMA box: 128 bytes of a 16-bit element, one swizzle span.
+    pub const HEAD_CHUNK: u32 = 64;
+    /// Threads per CTA: a producer warpgroup and two consumer warpgroups.
+    pub const THREADS: u32 = 384;
+    /// Consumer warpgroups (each releases every ring stage once).
+    pub const CONSUMERS: u32 = 2;
+    /// Head dimensions with an entry.
+    pub const HEAD_DIMS: [u32; 2] = [64, 128];
+    /// The one TMA box of Q, K and V: 128 rows (queries or keys) of one head's 64-column
+    /// chunk, 128-byte swizzle (the 3-D map's box is `64 × 1 × 128`: chunk, head, row).
+    /// Element size only matters, so bf16 stands for f16 too.
+    pub type Box = TileSpec<elem::Bf16, { BLOCK_N as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
+
+    /// K/V ring depth for head dimension `head_dim`. A stage holds a block's K and V, and V is
+    /// read one step after K (the next block's `Q·Kᵀ` is issued before this block's `P·V`), so
+    /// two stages would let the producer run only one block ahead of the wait: three at
+    /// d = 128 (224 KiB with Q, just inside Hopper's 227 KiB), four at d = 64.
+    pub const fn stages(head_dim: u32) -> u32 {
+        if head_dim <= 64 { 4 } else { 3 }
+    }
+
+    /// Dynamic shared memory a block may use on sm_90 (227 KiB).
+    pub const SM90_SMEM_LIMIT: u32 = 227 * 1024;
+    const _: () = assert!(
+        smem_plan(64).launch_bytes() <= SM90_SMEM_LIMIT && smem_plan(128).launch_bytes() <= SM90_SMEM_LIMIT,
+        "the attention plans fit Hopper's shared memory"
+    );
+
+    /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
+    /// per chunk), the K ring, the V ring, the ring's barriers, Q's barrier.
+    pub const fn smem_plan(head_dim: u32) -> SmemPlan {
+        let chunks = head_dim / HEAD_CHUNK;
+        let stages = stages(head_dim);
+        SmemPlan::new()
+            .ring::<Box>(chunks)
+            .ring::<Box>(stages * chunks)
+            .ring::<Box>(stages * chunks)
+            .pipeline(stages)
+            .mbarriers(1)
+    }
+}
+
+/// Parameters of the attention forward kernels besides the Q, K, V tensor maps.
+///
+/// Q, K, V and O are packed `[rows, heads, head_dim]` with `rows` the batch's sequences back
+/// to back (`[batch, seq, heads, head_dim]`, or a variable-length batch with cumulative
+/// offsets). The maps are 3-D over (head_dim, heads, rows). The grid is (query tiles of
+/// `BLOCK_M` rows × `group`, `heads_q / group`, batch), the group's query heads fastest.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AttentionParams {
+    /// Device address of O (`[rows_q, heads_q, head_dim]`, the element type of Q).
+    pub o: u64,
+    /// Device address of the f32 log-sum-exp output (natural log; `-inf` for a row that sees no
+    /// key), or 0: `[batch, heads_q, seq_q]`, or `[heads_q, total_q]` with variable lengths.
+    pub lse: u64,
+    /// Device address of `batch + 1` u32 cumulative query offsets, or 0 (fixed length:
+    /// sequence `b` starts at row `b · seq_q`). The kernel clamps each sequence to the rows
+    /// below `total_q` and to `seq_q` / `seq_k` queries / keys.
+    pub cu_seqlens_q: u64,
+    /// As `cu_seqlens_q`, for keys and values.
+    pub cu_seqlens_k: u64,
+    /// Queries per sequence (fixed length) or the longest (variable length).
+    pub seq_q: u32,
+    /// Keys per sequence (fixed length).
+    pub seq_k: u32,
+    /// Rows of Q and O (all sequences; the LSE row length of a variable-length batch).
+    pub total_q: u32,
+    /// Query heads.
+    pub heads_q: u32,
+    /// Query heads per key/value head (GQA/MQA group).
+    pub group: u32,
+    /// Softmax scale times log2(e) (> 0).
+    pub scale_log2: f32,
+    /// 1: causal mask aligned to the bottom right (query `i` sees keys `j ≤ i + seq_k − seq_q`).
+    pub causal: u32,
+    /// Query tiles of `BLOCK_M` rows per sequence, `⌈seq_q / BLOCK_M⌉` (the grid's x extent is
+    /// `q_tiles · group`).
+    pub q_tiles: u32,
+}
+
 /// What the persistent-scheduler test kernel records per tile.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -182,7 +272,8 @@ pub mod elements {
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
     use super::{
-        BlockScaleParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan,
+        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap,
+        TilePlan,
     };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
@@ -222,6 +313,8 @@ pub mod signatures {
     pub type Nvfp4Encode<E> = (u64, In<E>, In<u32>, Out<u8>, Out<u8>, Out<f32>);
     /// `nvfp4_decode_*(n, codes, scales, global_scale, out)` to output elements `O`.
     pub type Nvfp4Decode<O> = (u64, In<u8>, In<u8>, In<f32>, Out<O>);
+    /// The attention forward entries (`attention_*_sm90`): `(q_map, k_map, v_map, params)`.
+    pub type AttentionSm90 = (TensorMap, TensorMap, TensorMap, AttentionParams);
 }
 
 /// The kernels of warpforge's own PTX modules, shared by the kernel crate (through its
@@ -363,6 +456,14 @@ pub mod entries {
     pub const NVFP4_DECODE_BF16: Entry<Nvfp4Decode<Bf16>> = Entry::new("nvfp4_decode_bf16");
     /// NVFP4 decode to f32.
     pub const NVFP4_DECODE_F32: Entry<Nvfp4Decode<f32>> = Entry::new("nvfp4_decode_f32");
+    /// Attention forward, bf16 Q/K/V/O, head dimension 64.
+    pub const ATTENTION_BF16_D64: Entry<AttentionSm90> = Entry::new("attention_bf16_d64_sm90");
+    /// Attention forward, bf16, head dimension 128.
+    pub const ATTENTION_BF16_D128: Entry<AttentionSm90> = Entry::new("attention_bf16_d128_sm90");
+    /// Attention forward, f16, head dimension 64.
+    pub const ATTENTION_F16_D64: Entry<AttentionSm90> = Entry::new("attention_f16_d64_sm90");
+    /// Attention forward, f16, head dimension 128.
+    pub const ATTENTION_F16_D128: Entry<AttentionSm90> = Entry::new("attention_f16_d128_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -511,8 +612,11 @@ pub struct GemmParams {
     pub flags: u64,
 }
 
+const _: () = assert!(core::mem::size_of::<AttentionParams>() == 4 * 8 + 8 * 4, "AttentionParams has no padding");
 const _: () = assert!(
-    core::mem::size_of::<GemmParams>() <= 128 && core::mem::size_of::<TilePlan>() <= 128,
+    core::mem::size_of::<GemmParams>() <= 128
+        && core::mem::size_of::<TilePlan>() <= 128
+        && core::mem::size_of::<AttentionParams>() <= 128,
     "the runtime passes kernel parameters of at most 128 bytes"
 );
 

@@ -14,4 +14,6 @@ pub mod dsl_vocab_checks;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod hopper_async_checks;
 #[cfg(warpforge_arch = "sm_90a")]
+pub mod rows_checks;
+#[cfg(warpforge_arch = "sm_90a")]
 pub mod wgmma_checks;

@@ -244,6 +244,54 @@ impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: Swizzle
     const BYTES: u32 = Self::BYTES;
 }
 
+/// `STAGES` MN-major operands back to back, one per pipeline stage (a ring of
+/// [`SmemTileMn`]: e.g. attention's V tiles, read MN-major by `O += P·V`), selected by a
+/// runtime stage index. // (STAGES, K, BLOCKS · COLS)
+#[derive(Debug)]
+pub struct SmemTileMnRing<
+    T,
+    const K: usize,
+    const COLS: usize,
+    const BLOCKS: usize,
+    S: SwizzleMode,
+    const STAGES: usize,
+> {
+    first: SmemTileMn<T, K, COLS, BLOCKS, S>,
+}
+
+impl<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode, const STAGES: usize> Clone
+    for SmemTileMnRing<T, K, COLS, BLOCKS, S, STAGES>
+{
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode, const STAGES: usize> Copy
+    for SmemTileMnRing<T, K, COLS, BLOCKS, S, STAGES>
+{
+}
+
+impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: SwizzleMode, const STAGES: usize>
+    SmemTileMnRing<T, K, COLS, BLOCKS, S, STAGES>
+{
+    /// Carves the `STAGES` operands; each is whole swizzle atoms, so every stage stays aligned.
+    #[inline(always)]
+    pub fn alloc(smem: &mut DynamicShared) -> Self {
+        const { assert!(!matches!(S::SWIZZLE, Swizzle::None), "MN-major tiles here are swizzled") };
+        let () = SmemTile::<T, K, COLS, S>::VALID;
+        let ptr = smem.alloc::<T>((STAGES * BLOCKS * K * COLS) as u32, SmemTile::<T, K, COLS, S>::ALIGN);
+        SmemTileMnRing { first: SmemTileMn { first: SmemTile { ptr, _layout: PhantomData } } }
+    }
+
+    /// The operand of stage `stage` (`< STAGES`).
+    #[inline(always)]
+    pub fn stage(&self, stage: u32) -> SmemTileMn<T, K, COLS, BLOCKS, S> {
+        let addr = self.first.addr() + stage * SmemTileMn::<T, K, COLS, BLOCKS, S>::BYTES;
+        // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
+        SmemTileMn { first: SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData } }
+    }
+}
+
 /// The device type of a [`TileSpec`](crate::logic::tile_spec::TileSpec) element marker; its
 /// size is the marker's (checked where the impls are declared).
 pub trait DeviceElement: TileElement {

@@ -6,6 +6,8 @@
 #![no_std]
 #![feature(abi_ptx)]
 
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod attention_sm90;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod clc_visit_sm100;
 pub mod elementwise;

@@ -6,6 +6,8 @@
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
 
+pub mod acc_rows;
+pub mod attention;
 pub mod blockscaled;
 pub mod clc;
 pub mod fragment;

@@ -207,6 +207,9 @@ unsafe impl KernelParam for warpforge_abi::PackParams {}
 unsafe impl KernelParam for warpforge_abi::SkinnyOperands {}
 // SAFETY: #[repr(C)] struct of u64 steps and device addresses and two u32 (72 bytes), as above.
 unsafe impl KernelParam for warpforge_abi::DecodeOperands {}
+// SAFETY: #[repr(C)] struct of device addresses, u32 and one f32 (64 bytes, no padding), as
+// above.
+unsafe impl KernelParam for warpforge_abi::AttentionParams {}
 
 impl Kernel {
     /// Checks `config` against this kernel's launch contract and the device, without launching.

@@ -8,11 +8,13 @@
 //! consumer warpgroup multiplies with a [`mainloop::Consumer`] (its per-K-block hook is a
 //! [`mainloop::StageMma`]; [`blockscaled`] is the FP8 issue-and-promote one) and hands its accumulator to an epilogue: [`epilogue::store_staged`]
 //! or [`epilogue::store_direct`] with the kernel's element math (after register-tile ops such
-//! as [`epilogue::pair_columns`]), or a [`stream_k::PartialSlots`] hand-over.
+//! as [`epilogue::pair_columns`]), or a [`stream_k::PartialSlots`] hand-over. Row-wise register-tile
+//! ops (row max/sum, row scale, exp2, masks, accumulator → RS A fragment) are [`rows`].
 
 pub mod blockscaled;
 pub mod epilogue;
 pub mod mainloop;
+pub mod rows;
 pub mod schedule;
 pub mod stream_k;
 pub mod tcgen05;

@@ -1,0 +1,153 @@
+//! Which keys a query sees in attention, and which key blocks a query tile visits: the mask
+//! rules the kernel (`attention_sm90`), the host reference and the tests share.
+//!
+//! Causal masks are aligned to the bottom right (as FlashAttention 2+ and cuDNN): with `q_len`
+//! queries and `k_len` keys, query `i` sees key `j` iff `j ≤ i + k_len − q_len`, so the last
+//! query sees every key; when `q_len > k_len` the first `q_len − k_len` queries see none (their
+//! output is 0 and their log-sum-exp `-inf`).
+
+/// Whether query `q` sees key `key` (both 0-based within their sequence).
+pub const fn visible(q: u32, key: u32, q_len: u32, k_len: u32, causal: bool) -> bool {
+    // `&` and `|`, not `&&` and `||`: evaluated per score in the kernel, selects beat branches.
+    (key < k_len) & (!causal | (key as u64 + q_len as u64 <= q as u64 + k_len as u64))
+}
+
+/// One past the last key any of the queries `q0 .. min(q0 + rows, q_len)` sees (0 when none
+/// does).
+pub const fn key_end(q0: u32, rows: u32, q_len: u32, k_len: u32, causal: bool) -> u32 {
+    if !causal {
+        return k_len;
+    }
+    let last_q = if (q0 as u64 + rows as u64) < q_len as u64 { q0 + rows } else { q_len };
+    // Keys ≤ last_q − 1 + k_len − q_len, i.e. fewer than last_q + k_len − q_len.
+    let end = last_q as i64 + k_len as i64 - q_len as i64;
+    if end <= 0 {
+        0
+    } else if end >= k_len as i64 {
+        k_len
+    } else {
+        end as u32
+    }
+}
+
+/// Key blocks of `block_n` a query tile of `rows` rows at `q0` visits: every block holding a
+/// key one of its queries sees, and at least one (a tile whose queries see nothing still runs
+/// one fully masked block, so every tile takes the same path through the pipeline).
+pub const fn kv_blocks(q0: u32, rows: u32, q_len: u32, k_len: u32, causal: bool, block_n: u32) -> u32 {
+    let end = key_end(q0, rows, q_len, k_len, causal);
+    let blocks = end.div_ceil(block_n);
+    if blocks == 0 { 1 } else { blocks }
+}
+
+/// Whether key block `block` needs masking for the queries `q0 .. q0 + rows` (some key of the
+/// block is past `k_len`, or, causal, past the diagonal of the tile's first query). When this
+/// is false every query of the rows sees every key of the block.
+pub const fn block_needs_mask(block: u32, block_n: u32, q0: u32, q_len: u32, k_len: u32, causal: bool) -> bool {
+    let last_key = block as u64 * block_n as u64 + block_n as u64 - 1;
+    last_key >= k_len as u64 || (causal && last_key + q_len as u64 > q0 as u64 + k_len as u64)
+}
+
+/// Where one sequence's rows lie in the packed `[rows, heads, head_dim]` tensors, and how many
+/// there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sequence {
+    /// First row of its queries (in Q and O).
+    pub q_base: u32,
+    /// Its queries.
+    pub q_len: u32,
+    /// First row of its keys (in K and V).
+    pub k_base: u32,
+    /// Its keys.
+    pub k_len: u32,
+}
+
+impl Sequence {
+    /// Sequence `batch` of a fixed-length batch.
+    pub const fn fixed(batch: u32, seq_q: u32, seq_k: u32) -> Self {
+        Sequence { q_base: batch * seq_q, q_len: seq_q, k_base: batch * seq_k, k_len: seq_k }
+    }
+
+    /// The sequence between cumulative offsets `q0..q1` (queries) and `k0..k1` (keys). The
+    /// offsets are device data no one checked, so they are clamped: the queries never extend
+    /// past `total_q` rows (nothing is written outside O or the LSE) nor past `max_q`, the keys
+    /// never past `max_k` (the longest sequences, which bound the grid and the key loop), and
+    /// decreasing offsets give an empty sequence.
+    pub const fn from_offsets(q0: u32, q1: u32, k0: u32, k1: u32, max_q: u32, max_k: u32, total_q: u32) -> Self {
+        let q_len = min(min(q1.saturating_sub(q0), max_q), total_q.saturating_sub(q0));
+        Sequence { q_base: q0, q_len, k_base: k0, k_len: min(k1.saturating_sub(k0), max_k) }
+    }
+}
+
+const fn min(a: u32, b: u32) -> u32 {
+    if a < b { a } else { b }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::vec;
+
+    proptest! {
+        #[test]
+        fn visited_blocks_cover_every_visible_key_and_unmasked_blocks_are_fully_visible(
+            q_len in 1u32..400, k_len in 1u32..400, causal: bool, tile in 0u32..4,
+            rows in prop::sample::select(vec![64u32, 128]), block_n in prop::sample::select(vec![64u32, 128]),
+        ) {
+            let q0 = tile * rows;
+            prop_assume!(q0 < q_len);
+            let blocks = kv_blocks(q0, rows, q_len, k_len, causal, block_n);
+            prop_assert!(blocks >= 1);
+            for q in q0..(q0 + rows).min(q_len) {
+                for key in 0..k_len {
+                    if visible(q, key, q_len, k_len, causal) {
+                        prop_assert!(key < blocks * block_n, "q{} key{} outside {} blocks", q, key, blocks);
+                    }
+                }
+            }
+            // A non-empty tile never visits a block of keys none of its queries sees.
+            let end = key_end(q0, rows, q_len, k_len, causal);
+            if end > 0 {
+                prop_assert!((blocks - 1) * block_n < end);
+            }
+            for half in [0, rows / 2] {
+                for block in 0..blocks {
+                    if !block_needs_mask(block, block_n, q0 + half, q_len, k_len, causal) {
+                        for q in q0 + half..q0 + rows {
+                            for key in block * block_n..(block + 1) * block_n {
+                                prop_assert!(visible(q, key, q_len, k_len, causal), "q{} key{}", q, key);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn offsets_never_reach_past_the_rows(q0: u32, q1: u32, k0: u32, k1: u32, max_q in 1u32..5000, max_k in 1u32..5000, total_q in 1u32..100_000) {
+            let s = Sequence::from_offsets(q0, q1, k0, k1, max_q, max_k, total_q);
+            prop_assert!(s.q_len <= max_q && s.k_len <= max_k);
+            if s.q_len > 0 {
+                prop_assert!(s.q_base as u64 + s.q_len as u64 <= total_q as u64);
+            }
+            if q0 <= q1 && q1 <= total_q && q1 - q0 <= max_q && k0 <= k1 && k1 - k0 <= max_k {
+                prop_assert_eq!((s.q_len, s.k_len), (q1 - q0, k1 - k0), "valid offsets are kept");
+            }
+        }
+    }
+
+    #[test]
+    fn bottom_right_alignment() {
+        // 2 queries, 5 keys: query 0 sees keys 0..=3, query 1 all five.
+        assert!(visible(0, 3, 2, 5, true) && !visible(0, 4, 2, 5, true) && visible(1, 4, 2, 5, true));
+        // 5 queries, 2 keys: queries 0..=2 see nothing, query 3 sees key 0.
+        assert!(!visible(2, 0, 5, 2, true) && visible(3, 0, 5, 2, true) && !visible(3, 1, 5, 2, true));
+        assert_eq!(key_end(0, 2, 5, 2, true), 0);
+        assert_eq!(kv_blocks(0, 2, 5, 2, true, 128), 1);
+        assert_eq!(key_end(0, 128, 300, 300, true), 128);
+        assert_eq!(kv_blocks(128, 128, 300, 300, true, 128), 2);
+        assert_eq!(kv_blocks(0, 128, 300, 1000, false, 128), 8);
+    }
+}
