@@ -52,6 +52,8 @@ const MMA_BLOCK: (u64, u64) = (32, 16);
 const MMA_WARPS: u32 = MMA_THREADS / 32;
 /// K chunks a gather warp takes before its block splits K further ([`gather_col_groups`]).
 const GATHER_CHUNKS_PER_WARP: usize = 4;
+/// One-group blocks per SM per column group the gather grid needs before it groups columns.
+const GATHER_GROUP_WAVES: u128 = 4;
 
 /// [`Cores::Auto`] gathers problems of at most this many flops (2·M·N·K·batch) whose operands
 /// the wgmma path would have to repack (a layout, pitch or K that TMA cannot read in place)...
@@ -117,15 +119,19 @@ fn mma_blocks(p: &GemmProblem, col_groups: u32) -> u128 {
     (p.m as u128).div_ceil(rows as u128) * (p.n as u128).div_ceil(block_cols) * p.batch as u128
 }
 
-/// Column groups per block of the gather kernel: its eight warps split K only as far as each
-/// still has about [`GATHER_CHUNKS_PER_WARP`] 32-element chunks, and take columns of their own
-/// otherwise (never more groups than `p` has 16-column tiles).
-pub(crate) fn gather_col_groups(p: &GemmProblem) -> u32 {
+/// Column groups per block of the gather kernel on `sms` SMs: where the one-group grid is many
+/// waves deep ([`GATHER_GROUP_WAVES`] blocks per SM per group), its eight warps split K only as
+/// far as each still has about [`GATHER_CHUNKS_PER_WARP`] 32-element chunks and take columns of
+/// their own otherwise; a small grid keeps one group, since there the kernel is latency-bound
+/// and more blocks finish sooner (13 × 251 × 251: 4.5 µs with one group, 9.8 with four). Never
+/// more groups than `p` has 16-column tiles.
+pub(crate) fn gather_col_groups(p: &GemmProblem, sms: u32) -> u32 {
+    let prev_pow2 = |v: u128| if v >= MMA_WARPS as u128 { MMA_WARPS } else { 1 << v.max(1).ilog2() };
     let chunks = p.k.div_ceil(32).max(1);
     let group_warps = chunks.div_ceil(GATHER_CHUNKS_PER_WARP).next_power_of_two().min(MMA_WARPS as usize) as u32;
-    let col_tiles = p.n.div_ceil(MMA_BLOCK.1 as usize).max(1);
-    let most = if col_tiles >= MMA_WARPS as usize { MMA_WARPS } else { 1 << col_tiles.ilog2() };
-    (MMA_WARPS / group_warps).min(most)
+    let by_columns = prev_pow2(p.n.div_ceil(MMA_BLOCK.1 as usize) as u128);
+    let by_grid = prev_pow2(mma_blocks(p, 1) / (GATHER_GROUP_WAVES * sms.max(1) as u128));
+    (MMA_WARPS / group_warps).min(by_columns).min(by_grid)
 }
 
 /// Whether [`Cores::Auto`] gathers `p`: few flops, a short K and a small output (the gather
@@ -232,9 +238,10 @@ impl DecodeEntry {
         }
     }
 
-    /// Column groups per block the entry runs `p` with (1 but for the gather kernel).
-    pub(crate) fn col_groups(self, p: &GemmProblem) -> u32 {
-        if self.gathers() { gather_col_groups(p) } else { 1 }
+    /// Column groups per block the entry runs `p` with on `sms` SMs (1 but for the gather
+    /// kernel).
+    pub(crate) fn col_groups(self, p: &GemmProblem, sms: u32) -> u32 {
+        if self.gathers() { gather_col_groups(p, sms) } else { 1 }
     }
 
     /// Whether this is a gather (element-reading) entry.
@@ -258,7 +265,7 @@ impl Warpforge {
     pub(crate) fn decode_grid(&self, entry: DecodeEntry, p: &GemmProblem) -> Result<u32> {
         match entry {
             DecodeEntry::Mma(_) => {
-                let blocks = mma_blocks(p, entry.col_groups(p));
+                let blocks = mma_blocks(p, entry.col_groups(p, self.sm_count()));
                 u32::try_from(blocks).map_err(|_| Error::InvalidArgument(format!("a grid of {blocks} blocks: {p:?}")))
             }
             DecodeEntry::Skinny(entry) => {
@@ -290,7 +297,7 @@ impl Warpforge {
             return Ok(false);
         }
         let grid = self.decode_grid(entry, p)?;
-        let col_groups = entry.col_groups(p);
+        let col_groups = entry.col_groups(p, self.sm_count());
         let (d_ptr, d_access) = d.device_ptr_mut(stream);
         let params = GemmParams {
             m: p.m as u32,
@@ -381,20 +388,24 @@ mod tests {
 
     #[test]
     fn gather_blocks_split_k_only_while_it_is_long() {
-        let groups = |m, n, k| gather_col_groups(&GemmProblem::new(m, n, k));
-        // Short K: every warp on its own 16 columns.
+        let groups = |m, n, k| gather_col_groups(&GemmProblem::new(m, n, k), 132);
+        // Short K over a grid many waves deep: every warp on its own 16 columns.
         assert_eq!(groups(6360, 513, 30), 8);
-        assert_eq!(groups(100, 4096, 128), 8);
+        assert_eq!(groups(1000, 4096, 128), 8);
         // About four chunks per warp: 5–8 chunks, two warps per group.
-        assert_eq!(groups(100, 4096, 200), 4);
-        assert_eq!(groups(100, 4096, 512), 2);
+        assert_eq!(groups(1000, 4096, 200), 4);
+        assert_eq!(groups(1000, 4096, 512), 2);
         // Long K: all eight warps on K (the decode kernel's split).
-        assert_eq!(groups(100, 4096, 1536), 1);
+        assert_eq!(groups(1000, 4096, 1536), 1);
         assert_eq!(groups(1, 1, 65536), 1);
+        // A small grid stays one group (latency-bound: more blocks finish sooner).
+        assert_eq!(groups(13, 251, 251), 1);
+        assert_eq!(groups(127, 127, 13), 1);
+        assert_eq!(groups(9, 83283, 220), 4);
         // Never more groups than 16-column tiles.
         assert_eq!(groups(52405, 8, 122), 1);
-        assert_eq!(groups(13151, 76, 49), 4);
-        assert_eq!(groups(100, 40, 8), 2);
+        assert_eq!(groups(13151, 76, 49), 2); // five column tiles, a grid three waves deep
+        assert_eq!(groups(100_000, 40, 8), 2);
         for (m, n, k) in [(1, 1, 1), (7, 3000, 7), (999, 17, 5000), (3, 129, 33)] {
             let g = groups(m, n, k);
             assert!(g.is_power_of_two() && g <= 8, "{m}×{n}×{k}: {g}");
