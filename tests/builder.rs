@@ -260,9 +260,18 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::NVFP4_ENCODE_F16);
     check(d, entries::NVFP4_DECODE_BF16);
     check(d, entries::NVFP4_DECODE_F32);
+    check(d, entries::GEMM_FP8_BLOCKSCALED_BF16);
+    for attention in [
+        entries::ATTENTION_BF16_D64,
+        entries::ATTENTION_BF16_D128,
+        entries::ATTENTION_F16_D64,
+        entries::ATTENTION_F16_D128,
+    ] {
+        check(d, attention);
+    }
     assert_eq!(
         declared.len(),
-        63,
+        68,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }
