@@ -232,8 +232,11 @@ pub unsafe fn decode<I: DecodeInput, O: Output, X: Access>(p: &GemmParams, s: &D
     let (warp, lane) = (thread_rank() / 32, lane_id());
     // This warp's 16 columns (past N for the last block's later groups: read clamped, never
     // stored) and its share of K within its group.
-    let (n0, k_part) =
-        if X::GROUPED { (block_n0 + warp / group_warps * DECODE_BLOCK_N, warp % group_warps) } else { (block_n0, warp) };
+    let (n0, k_part) = if X::GROUPED {
+        (block_n0 + warp / group_warps * DECODE_BLOCK_N, warp % group_warps)
+    } else {
+        (block_n0, warp)
+    };
     let (g, t) = (lane / 4, lane % 4);
     let tiles = (p.m - m0).div_ceil(8).min(4);
     let a = (s.a as *const I).wrapping_add((z as u64 * s.stride_a) as usize);
