@@ -49,12 +49,44 @@ pub fn mix(mut z: u64) -> u64 {
 
 /// Random positions of D a [`LinearCheck`] samples; besides, this many on the last row and on
 /// the last column, and both corners.
-const RANDOM_SAMPLES: u64 = 64;
-const EDGE_SAMPLES: u64 = 16;
+pub const RANDOM_SAMPLES: u64 = 64;
+pub const EDGE_SAMPLES: u64 = 16;
 /// The f32 accumulation's rounding errors, of random sign, grow as √K·u·Σ|a·b| for any order
 /// of summation (tensor-core, split-K, stream-K); this many of them is allowed. A lost K-slice
 /// of 64 products errs by about √64·|a·b| ≈ 3, above the tolerance at every K benchmarked.
 const ACCUMULATION_SIGMAS: f64 = 4.0;
+
+/// The positions of an `m × n` output (of a GEMM with reduction length `k`) that the float64
+/// checks sample: [`RANDOM_SAMPLES`] random ones seeded by the shape, [`EDGE_SAMPLES`] on the
+/// last row and on the last column, and both corners.
+pub fn sample_positions(m: usize, n: usize, k: usize) -> Vec<(usize, usize)> {
+    let seed = mix((m * 31 + n) as u64 * 31 + k as u64);
+    let draw = |t: u64, bound: usize| (mix(seed + t) % bound as u64) as usize;
+    let mut positions: Vec<(usize, usize)> =
+        (0..RANDOM_SAMPLES).map(|t| (draw(2 * t, m), draw(2 * t + 1, n))).collect();
+    positions.extend((0..EDGE_SAMPLES).map(|t| (m - 1, draw(1000 + t, n))));
+    positions.extend((0..EDGE_SAMPLES).map(|t| (draw(2000 + t, m), n - 1)));
+    positions.extend([(0, 0), (m - 1, n - 1)]);
+    positions
+}
+
+/// `len` values uniform in (-1, 1), none of them zero, generated on every core: one xorshift
+/// stream per [`POOL_CHUNK`] values, so the values do not depend on the core count.
+pub fn random_pool_bf16(len: usize) -> Vec<bf16> {
+    let mut host = vec![bf16::ZERO; len];
+    let mut chunks: Vec<(usize, &mut [bf16])> = host.chunks_mut(POOL_CHUNK).enumerate().collect();
+    let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
+    let per_thread = chunks.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for group in chunks.chunks_mut(per_thread) {
+            scope.spawn(move || group.iter_mut().for_each(|(i, part)| fill_random_bf16(*i as u64 + 1, part)));
+        }
+    });
+    host
+}
+
+/// Values per generator stream of [`random_pool_bf16`].
+pub const POOL_CHUNK: usize = 1 << 24;
 
 /// The float64 check of a linear layer's bf16 output `D (m × n) = X (m × k) · W (n × k)ᵀ` at
 /// sampled positions (random ones seeded by the shape, the last row and column, both corners).
@@ -70,14 +102,7 @@ pub struct LinearCheck {
 impl LinearCheck {
     /// The references at the sampled positions, from the host copies of X and W.
     pub fn new(x: &[bf16], w: &[bf16], m: usize, n: usize, k: usize) -> Self {
-        let seed = mix((m * 31 + n) as u64 * 31 + k as u64);
-        let draw = |t: u64, bound: usize| (mix(seed + t) % bound as u64) as usize;
-        let mut positions: Vec<(usize, usize)> =
-            (0..RANDOM_SAMPLES).map(|t| (draw(2 * t, m), draw(2 * t + 1, n))).collect();
-        positions.extend((0..EDGE_SAMPLES).map(|t| (m - 1, draw(1000 + t, n))));
-        positions.extend((0..EDGE_SAMPLES).map(|t| (draw(2000 + t, m), n - 1)));
-        positions.extend([(0, 0), (m - 1, n - 1)]);
-        let samples = positions
+        let samples = sample_positions(m, n, k)
             .into_iter()
             .map(|(i, j)| {
                 let (mut dot, mut magnitude) = (0.0f64, 0.0f64);

@@ -50,7 +50,9 @@ use half::bf16;
 use warpforge::Fp8GemmProblem;
 use warpforge::logic::quant::{Minifloat, block_scale_index, group_scale_index, group_scale_pitch};
 
-use crate::common::{Bar, Bench, EPS_BF16, EPS_F32, Result, geomean, median, mix, ratio_svg, sm_clock_mhz};
+use crate::common::{
+    Bar, Bench, EPS_BF16, EPS_F32, Result, geomean, median, mix, ratio_svg, sample_positions, sm_clock_mhz,
+};
 
 /// Bytes of operands and outputs that rotation must exceed (about 4× the H200's L2).
 const ROTATION_BYTES: usize = 256 << 20;
@@ -68,10 +70,6 @@ const PROJECTIONS: [(usize, usize); 6] =
     [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
 const ROWS: [usize; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
 const QUICK_ROWS: [usize; 2] = [128, 2048];
-/// Random sample positions of D; besides, this many on the last row and on the last column, and
-/// both corners.
-const RANDOM_SAMPLES: u64 = 64;
-const EDGE_SAMPLES: u64 = 16;
 /// `tests/gpu_fp8_gemm.rs`: the tensor cores' in-block accumulation error, summed over blocks.
 const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
 
@@ -401,13 +399,7 @@ impl Fp8Check {
     fn new(host: &HostSet, m: usize, n: usize, k: usize) -> Fp8Check {
         let decode: Vec<f64> = (0..=255u8).map(|c| Minifloat::E4m3.decode(c) as f64).collect();
         let (pitch, blocks) = (group_scale_pitch(m).expect("M fits"), k.div_ceil(GROUP));
-        let seed = mix((m * 31 + n) as u64 * 31 + k as u64);
-        let draw = |t: u64, bound: usize| (mix(seed + t) % bound as u64) as usize;
-        let mut positions: Vec<(usize, usize)> =
-            (0..RANDOM_SAMPLES).map(|t| (draw(2 * t, m), draw(2 * t + 1, n))).collect();
-        positions.extend((0..EDGE_SAMPLES).map(|t| (m - 1, draw(1000 + t, n))));
-        positions.extend((0..EDGE_SAMPLES).map(|t| (draw(2000 + t, m), n - 1)));
-        positions.extend([(0, 0), (m - 1, n - 1)]);
+        let positions = sample_positions(m, n, k);
         let promote = (blocks + 2) as f64 * EPS_F32;
         let tolerance = |sum: f64, abs: f64| (BLOCK_SUM_ERR + promote) * abs + EPS_BF16 * sum.abs() + 1e-30;
         let samples = positions

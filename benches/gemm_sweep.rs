@@ -37,7 +37,7 @@ use warpforge::{Epilogue, GemmProblem, Warpforge};
 
 mod shapes;
 use crate::common::{
-    Bar, BatchTimer, Bench, LinearCheck, Result, fill_random_bf16, geomean, linear_layer_config, median, ratio_svg,
+    Bar, BatchTimer, Bench, LinearCheck, Result, geomean, linear_layer_config, median, random_pool_bf16, ratio_svg,
     sm_clock_mhz,
 };
 use shapes::{REGIMES, Shape};
@@ -53,8 +53,6 @@ const MAX_REPS: usize = 500;
 const ROUNDS: usize = 9;
 const ROUNDS_LONG: usize = 5;
 const LONG_CALL_SECONDS: f64 = 1e-3;
-/// Values per generator stream of the pool.
-const POOL_CHUNK: usize = 1 << 24;
 /// Rows between SM-clock reads.
 const CLOCK_EVERY: usize = 25;
 /// Ratio below which a row counts as a clear loss in the summary.
@@ -102,18 +100,9 @@ struct Pool {
 }
 
 impl Pool {
-    /// `len` values, generated on every core (one xorshift stream per [`POOL_CHUNK`] values, so
-    /// the values do not depend on the core count) and uploaded.
+    /// `len` values from [`random_pool_bf16`] (every core), uploaded.
     fn new(stream: &Arc<CudaStream>, len: usize) -> Result<Pool> {
-        let mut host = vec![bf16::ZERO; len];
-        let mut chunks: Vec<(usize, &mut [bf16])> = host.chunks_mut(POOL_CHUNK).enumerate().collect();
-        let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
-        let per_thread = chunks.len().div_ceil(threads).max(1);
-        std::thread::scope(|scope| {
-            for group in chunks.chunks_mut(per_thread) {
-                scope.spawn(move || group.iter_mut().for_each(|(i, part)| fill_random_bf16(*i as u64 + 1, part)));
-            }
-        });
+        let host = random_pool_bf16(len);
         let device = stream.clone_htod(&host)?;
         Ok(Pool { host, device })
     }

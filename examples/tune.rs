@@ -28,7 +28,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use common::{BatchTimer, LinearCheck, Result, fill_random_bf16, median};
+use common::{BatchTimer, LinearCheck, Result, median, random_pool_bf16};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut};
 use half::bf16;
 use warpforge::gemm::tuned::{Bucket, M_CLASSES, Measurement, PlanTable, TablePlan, choose_entry};
@@ -44,8 +44,6 @@ const MAX_SETS: usize = 8;
 /// The gather kernel reads element by element: it is timed only on buckets whose shapes have at
 /// most this many flops.
 const GATHER_MAX_FLOPS: f64 = 2e10;
-/// Values per generator stream of the pool.
-const POOL_CHUNK: usize = 1 << 24;
 
 /// Where set `s` of a shape's operands lies in the pool.
 struct Rotation {
@@ -203,15 +201,7 @@ fn main() -> Result<()> {
         })
         .max()
         .unwrap_or(0);
-    let mut host = vec![bf16::ZERO; pool_len];
-    let mut chunks: Vec<(usize, &mut [bf16])> = host.chunks_mut(POOL_CHUNK).enumerate().collect();
-    let threads = std::thread::available_parallelism().map_or(4, |n| n.get());
-    let per_thread = chunks.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        for group in chunks.chunks_mut(per_thread) {
-            scope.spawn(move || group.iter_mut().for_each(|(i, part)| fill_random_bf16(*i as u64 + 1, part)));
-        }
-    });
+    let host = random_pool_bf16(pool_len);
     let pool = stream.clone_htod(&host)?;
 
     let started = std::time::Instant::now();

@@ -34,7 +34,7 @@ pub use tuned::{PlanSource, PlanTable};
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, KSplit, MAX_K_SPLIT, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
-pub(crate) use workspace::StreamKCache;
+pub(crate) use workspace::{StreamKCache, stream_k_ptrs};
 
 /// The cluster shape of the paired variant ([`Clusters::Pairs`]).
 const PAIR: [u32; 3] = [2, 1, 1];
@@ -450,18 +450,12 @@ impl Warpforge {
         let kernel = self.entry(launch.entry)?;
         let cluster = launch.variant.pairs.then_some(PAIR);
         let mut stream_k_cache = self.stream_k_cache().lock()?;
-        let mut stream_k = if plan.schedule == StreamKMode::DataParallel {
+        let stream_k = if plan.schedule == StreamKMode::DataParallel {
             None
         } else {
             Some(stream_k_cache.buffers(stream, plan.grid)?)
         };
-        let ((workspace, workspace_access), (flags, flags_access)) = match stream_k.as_mut() {
-            Some(buffers) => {
-                let (workspace, flags) = buffers.device_ptr_mut(stream);
-                ((workspace.0, Some(workspace.1)), (flags.0, Some(flags.1)))
-            }
-            None => ((0, None), (0, None)),
-        };
+        let ((workspace, workspace_access), (flags, flags_access)) = stream_k_ptrs(stream_k, stream);
 
         let d_len = d.len();
         let (d_ptr, d_access) = d.device_ptr_mut(stream);

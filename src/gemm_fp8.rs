@@ -44,6 +44,7 @@ use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
 use crate::gemm::schedule::{GemmSchedule, tile_plan};
+use crate::gemm::stream_k_ptrs;
 use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, TileWidth, check};
 
 /// K must be a multiple of this many elements (16 bytes of e4m3: TMA's row-pitch unit).
@@ -186,18 +187,12 @@ impl Warpforge {
 
         let kernel = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
         let mut stream_k_cache = self.stream_k_cache().lock()?;
-        let mut stream_k = if plan.schedule == StreamKMode::DataParallel {
+        let stream_k = if plan.schedule == StreamKMode::DataParallel {
             None
         } else {
             Some(stream_k_cache.buffers(stream, plan.grid)?)
         };
-        let ((workspace, workspace_access), (flags, flags_access)) = match stream_k.as_mut() {
-            Some(buffers) => {
-                let (workspace, flags) = buffers.device_ptr_mut(stream);
-                ((workspace.0, Some(workspace.1)), (flags.0, Some(flags.1)))
-            }
-            None => ((0, None), (0, None)),
-        };
+        let ((workspace, workspace_access), (flags, flags_access)) = stream_k_ptrs(stream_k, stream);
 
         let d_len = d.len();
         let (d_ptr, d_access) = d.device_ptr_mut(stream);

@@ -40,6 +40,24 @@ impl StreamKBuffers {
     }
 }
 
+/// A launch's stream-K workspace and flags: their addresses and write guards, or `(0, None)`
+/// each for a data-parallel launch, which has none.
+pub(crate) type StreamKPtrs<'a> = ((u64, Option<SyncOnDrop<'a>>), (u64, Option<SyncOnDrop<'a>>));
+
+/// [`StreamKPtrs`] of `buffers` on `stream`.
+pub(crate) fn stream_k_ptrs<'a>(
+    buffers: Option<&'a mut StreamKBuffers>,
+    stream: &'a Arc<CudaStream>,
+) -> StreamKPtrs<'a> {
+    match buffers {
+        Some(buffers) => {
+            let (workspace, flags) = buffers.device_ptr_mut(stream);
+            ((workspace.0, Some(workspace.1)), (flags.0, Some(flags.1)))
+        }
+        None => ((0, None), (0, None)),
+    }
+}
+
 /// Whether anything but the cache entry itself still holds the entry's stream.
 pub(crate) trait StreamHeld {
     fn stream_held_elsewhere(&self) -> bool;
