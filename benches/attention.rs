@@ -1,14 +1,15 @@
-//! Attention forward (`Warpforge::attention`) on prefill, GQA and chunked-prefill shapes, with
-//! the vendor side from `benches/attention_vendor.py` (torch SDPA with cuDNN and FlashAttention
-//! forced; cudarc has no cuDNN attention binding), which times the same shape list by the same
-//! names: run both in one session on one GPU and compare TFLOP/s by name.
+//! Attention forward (`Warpforge::attention`) alone, on prefill, GQA and chunked-prefill shapes,
+//! with the SM clock per row. The vendor comparison is `benches/attention_vendor.py`: it calls
+//! this same entry point through `examples/python-ffi` inside a PyTorch process and times it
+//! interleaved with cuDNN and FlashAttention-2 on the same tensors (cudarc has no cuDNN
+//! attention binding).
 //!
 //! Method: random uniform(-1, 1) bf16 Q, K, V (never zero); a warm-up; then rounds timed with
 //! CUDA events, the median round reported with the SM clock read right after. FLOPs counted:
 //! 4 · batch · heads_q · seq_q · seq_k · head_dim, halved when causal.
 //!
 //! Run: `cargo bench --bench kernels -- attention` (on a GPU machine: `.gpu/bench attention`);
-//! `quick` runs the first three shapes. docs/PERF.md will keep the measurements.
+//! `quick` runs the first three shapes. docs/PERF.md keeps the measurements.
 
 use half::bf16;
 use warpforge::AttentionProblem;
@@ -23,7 +24,7 @@ const ROUND_SECONDS: f64 = 0.02;
 /// (name, batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal).
 type Shape = (&'static str, usize, usize, usize, usize, usize, usize, bool);
 
-/// `attention_vendor.py`'s shapes.
+/// Prefill, GQA and chunked-prefill shapes.
 const SHAPES: [Shape; 14] = [
     ("prefill_d128_s1k", 16, 16, 16, 1024, 1024, 128, false),
     ("prefill_d128_s2k", 8, 16, 16, 2048, 2048, 128, false),
