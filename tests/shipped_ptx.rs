@@ -98,6 +98,34 @@ fn sm100_gemms_release_at_cta_scope_per_tile() {
     assert_eq!(checked, 2, "expected the bf16 and the MXFP8 tcgen05 GEMMs");
 }
 
+/// NVFP4's e2m1 elements convert in hardware on sm_100a (eight per word: four conversions of
+/// each direction per encode or decode step) and in software on sm_90a, which has no such
+/// conversion: a build that fell back to the software encoder on Blackwell, or named the form
+/// for Hopper, fails here.
+#[test]
+fn nvfp4_entries_convert_e2m1_in_hardware_only_on_sm100a() {
+    let forms = ["cvt.rn.satfinite.e2m1x2.f32", "cvt.rn.f16x2.e2m1x2"];
+    for (arch, hardware) in [(Arch::Sm100a, true), (Arch::Sm90a, false)] {
+        let mut checked = 0;
+        for entry in ptx::module(arch).split(".visible .entry ").skip(1) {
+            let name = entry.split('(').next().unwrap_or_default();
+            if !name.starts_with("nvfp4_") {
+                continue;
+            }
+            let body = &entry[..entry.find("\n}\n").unwrap_or(entry.len())];
+            let form = if name.starts_with("nvfp4_encode") { forms[0] } else { forms[1] };
+            let copies = body.matches(form).count();
+            if hardware {
+                assert!(copies >= 4 && copies % 4 == 0, "{name} ({arch:?}): `{form}` {copies} times");
+            } else {
+                assert!(forms.iter().all(|f| !body.contains(f)), "{name} ({arch:?}) names an e2m1 conversion");
+            }
+            checked += 1;
+        }
+        assert_eq!(checked, 4, "{arch:?}: expected nvfp4_{{encode,decode}}_{{two types}}");
+    }
+}
+
 /// The `gemm_*<suffix>` entries of `arch`'s embedded module: (name, body up to its closing brace).
 fn entries(arch: Arch, suffix: &'static str) -> impl Iterator<Item = (&'static str, &'static str)> {
     ptx::module(arch).split(".visible .entry ").skip(1).filter_map(move |entry| {

@@ -3,10 +3,13 @@
 //! `E4m3` and `E5m2` hold raw bytes (a `u8` on the host), converted in pairs and quads by the
 //! sm_89+ FP8 `cvt` forms (f32 and f16 pairs directly, bf16 through f32; see [`crate::ptx::cvt`]).
 //!
+//! [`E2m1`] (FP4) packs and unpacks eight codes to a 32-bit word with the sm_100a conversions;
+//! sm_90 has none (`logic::quant` encodes e2m1 in software there).
+//!
 //! Packing order everywhere: element 0 in the low bits, which is the lower address in memory.
 
 use crate::ptx::cvt;
-use crate::regs::Regs4;
+use crate::regs::{Regs4, Regs8};
 
 /// bfloat16, stored as its bits.
 #[repr(transparent)]
@@ -161,4 +164,35 @@ macro_rules! fp8 {
 fp8! {
     E4m3: 448.0, cvt_rn_satfinite_e4m3x2_f32, cvt_rn_satfinite_e4m3x2_f16x2, cvt_rn_f16x2_e4m3x2;
     E5m2: 57344.0, cvt_rn_satfinite_e5m2x2_f32, cvt_rn_satfinite_e5m2x2_f16x2, cvt_rn_f16x2_e5m2x2;
+}
+
+/// FP4 E2M1 (2 exponent bits, 1 mantissa bit: ±{0, 0.5, 1, 1.5, 2, 3, 4, 6}), two codes to a
+/// byte, handled eight at a time in one 32-bit word (code `i` in bits `4i..4i + 4`).
+#[derive(Clone, Copy, Debug)]
+pub struct E2m1;
+
+impl E2m1 {
+    /// Rounds eight values to nearest even, saturating to ±6 (±∞ too), into one word. NaN has
+    /// no code: callers keep it out (NVFP4 marks a block holding one by its scale instead).
+    ///
+    /// # Safety
+    /// sm_100a only (the conversion does not exist on sm_90).
+    #[inline(always)]
+    pub unsafe fn pack8(v: Regs8<f32>) -> u32 {
+        // SAFETY: forwarded to the caller (sm_100a).
+        unsafe { cvt::cvt_rn_satfinite_e2m1x2_f32_x4([v.0, v.1, v.2, v.3, v.4, v.5, v.6, v.7]) }
+    }
+
+    /// Widens the eight codes of `word` exactly.
+    ///
+    /// # Safety
+    /// sm_100a only (the conversion does not exist on sm_90).
+    #[inline(always)]
+    pub unsafe fn unpack8(word: u32) -> Regs8<f32> {
+        // SAFETY: forwarded to the caller (sm_100a).
+        let [p0, p1, p2, p3] = unsafe { cvt::cvt_rn_f16x2_e2m1x2_x4(word) };
+        let ((a, b), (c, d)) = (F16::unpack2(p0), F16::unpack2(p1));
+        let ((e, f), (g, h)) = (F16::unpack2(p2), F16::unpack2(p3));
+        Regs8(a, b, c, d, e, f, g, h)
+    }
 }

@@ -5,14 +5,19 @@
 //!
 //! A block is consecutive in memory (row-major, K a multiple of the block), so every kernel is
 //! a walk over 8-element vectors: an MX block is 4 lanes and an NVFP4 block 2, their amax one
-//! or two butterfly shuffles (`quant::amax_lanes`). The scale rules and the e2m1 encoder are
-//! `logic::quant`'s (Hopper has no e2m1 conversion, so it is software on every arch); the MX
-//! elements round through the hardware e4m3 conversion. NVFP4's tensor amax comes from
-//! `quant_tensor::amax_*` in a launch before, read from device memory.
+//! or two butterfly shuffles (`quant::amax_lanes`). The scale rules are `logic::quant`'s on
+//! every arch (the MX exponent is two integer operations). The MX elements round through the
+//! hardware e4m3 conversion. NVFP4's e2m1 elements round through the hardware conversion on
+//! sm_100a (`num::E2m1`, eight to a word) and through `logic::quant`'s encoder on sm_90a, which
+//! has none: the same codes either way (nearest even, saturating to ±6; NaN never reaches the
+//! conversion, a block holding one has the NaN scale and all-zero codes). NVFP4's tensor amax
+//! comes from `quant_tensor::amax_*` in a launch before, read from device memory.
 
 use warpforge_dsl::global::{self, Bf16x8, F32x4, Streaming};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant as q;
+#[cfg(warpforge_arch = "sm_100a")]
+use warpforge_dsl::num::E2m1;
 use warpforge_dsl::num::{Bf16, E4m3, F16};
 use warpforge_dsl::regs::{RegArray, Regs8};
 use warpforge_dsl::thread::{global_x, grid_stride_x};
@@ -159,6 +164,44 @@ pub unsafe fn mxfp8_decode_f32(n: u64, codes: *const u8, scales: *const u8, out:
     unsafe { mxfp8_decode(n, codes, scales, out) }
 }
 
+/// The NVFP4 codes of eight elements at their block's effective scale, element `i` in nibble
+/// `i`: `logic::quant::nvfp4_encode` of each (all +0 when the scale is 0 or NaN).
+#[inline(always)]
+fn nvfp4_word(values: &Regs8<f32>, scale: f32) -> u32 {
+    #[cfg(warpforge_arch = "sm_100a")]
+    {
+        if scale > 0.0 {
+            let inverse = 1.0 / scale;
+            // SAFETY: sm_100a (this cfg). No NaN reaches it: a block holding one has the NaN
+            // scale and takes the other branch.
+            unsafe { E2m1::pack8(values.map(|e| e * inverse)) }
+        } else {
+            0
+        }
+    }
+    #[cfg(not(warpforge_arch = "sm_100a"))]
+    {
+        let mut word = 0u32;
+        values.for_each(|i, e| word |= (q::nvfp4_encode(e, scale) as u32) << (4 * i));
+        word
+    }
+}
+
+/// The eight NVFP4 values of a word of codes at their block's effective scale (code `i` from
+/// nibble `i`): `logic::quant::nvfp4_decode` of each.
+#[inline(always)]
+fn nvfp4_values(word: u32, scale: f32) -> Regs8<f32> {
+    #[cfg(warpforge_arch = "sm_100a")]
+    {
+        // SAFETY: sm_100a (this cfg).
+        unsafe { E2m1::unpack8(word) }.map(|e| e * scale)
+    }
+    #[cfg(not(warpforge_arch = "sm_100a"))]
+    {
+        Regs8::from_fn(|j| q::nvfp4_decode((word >> (4 * j)) as u8, scale))
+    }
+}
+
 /// NVFP4 encode of `n` elements (`n % 16 == 0`) under the tensor amax `*amax` (f32 bits, from
 /// `amax_*`): e2m1 pairs to `out` (`n / 2` bytes), e4m3 block scales to `scales` (`n / 16`),
 /// the global scale to `*global_out` (thread 0).
@@ -191,9 +234,7 @@ unsafe fn nvfp4_encode<T: Input16>(
             let byte = q::nvfp4_block_scale(amax_lanes::<NVFP4_LANES>(amax8(&values)), global, nan != 0);
             let scale = q::nvfp4_scale(byte, global);
             if in_range {
-                let mut word = 0u32;
-                values.for_each(|i, e| word |= (q::nvfp4_encode(e, scale) as u32) << (4 * i));
-                out.add((v * VEC / 2) as usize).cast::<u32>().write(word);
+                out.add((v * VEC / 2) as usize).cast::<u32>().write(nvfp4_word(&values, scale));
                 if v % NVFP4_LANES as u64 == 0 {
                     scales.add((v / NVFP4_LANES as u64) as usize).write(byte);
                 }
@@ -255,7 +296,7 @@ unsafe fn nvfp4_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, 
     };
     for_each_index(n / VEC, load, |i, (word, scale_byte)| {
         let scale = q::nvfp4_scale(scale_byte, global);
-        let v = Regs8::from_fn(|j| q::nvfp4_decode((word >> (4 * j)) as u8, scale));
+        let v = nvfp4_values(word, scale);
         // SAFETY: i < n / 8: eight outputs.
         unsafe { O::store8(out.add((i * VEC) as usize), v) };
     })

@@ -153,3 +153,64 @@ fp8x2_f16x2! {
     /// Two E5M2 bytes → packed f16x2, exact (E5M2 is f16 with the low 8 bits dropped).
     cvt_rn_f16x2_e5m2x2(u16 => u32, reg16, reg32) => "cvt.rn.f16x2.e5m2x2";
 }
+
+/// Eight f32 → eight FP4 E2M1 codes in one word (element `i` in bits `4i..4i + 4`), each
+/// rounded to nearest even and saturated to ±6 (`.satfinite`; e2m1 has no infinity or NaN).
+///
+/// Emits `cvt.rn.satfinite.e2m1x2.f32 b, hi, lo;` four times into `.b8` temporaries (`hi` to
+/// the upper nibble) and `mov.b32 d, {b0, b1, b2, b3};` (`b0` the low byte).
+///
+/// # Safety
+/// sm_100a (PTX ISA 8.6+): ptxas rejects the form for sm_90a.
+#[inline(always)]
+pub unsafe fn cvt_rn_satfinite_e2m1x2_f32_x4(v: [f32; 8]) -> u32 {
+    let r: u32;
+    // SAFETY: pure arithmetic on registers; the `.b8` temporaries are scoped to the block.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .b8 e2m1_0, e2m1_1, e2m1_2, e2m1_3;",
+            "cvt.rn.satfinite.e2m1x2.f32 e2m1_0, {2}, {1};",
+            "cvt.rn.satfinite.e2m1x2.f32 e2m1_1, {4}, {3};",
+            "cvt.rn.satfinite.e2m1x2.f32 e2m1_2, {6}, {5};",
+            "cvt.rn.satfinite.e2m1x2.f32 e2m1_3, {8}, {7};",
+            "mov.b32 {0}, {{e2m1_0, e2m1_1, e2m1_2, e2m1_3}};",
+            "}}",
+            out(reg32) r,
+            in(reg32) v[0], in(reg32) v[1], in(reg32) v[2], in(reg32) v[3],
+            in(reg32) v[4], in(reg32) v[5], in(reg32) v[6], in(reg32) v[7],
+            options(pure, nomem, nostack)
+        )
+    };
+    r
+}
+
+/// One word of eight FP4 E2M1 codes → four packed f16 pairs, exact (every e2m1 value is an
+/// f16): pair `j` holds code `2j` in its low half and code `2j + 1` in its high half.
+///
+/// Emits `mov.b32 {b0, b1, b2, b3}, w;` and `cvt.rn.f16x2.e2m1x2 d, b;` four times (the upper
+/// nibble of `b` to the upper half of `d`).
+///
+/// # Safety
+/// sm_100a (PTX ISA 8.6+): ptxas rejects the form for sm_90a.
+#[inline(always)]
+pub unsafe fn cvt_rn_f16x2_e2m1x2_x4(w: u32) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: pure arithmetic on registers; the `.b8` temporaries are scoped to the block.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .b8 e2m1_0, e2m1_1, e2m1_2, e2m1_3;",
+            "mov.b32 {{e2m1_0, e2m1_1, e2m1_2, e2m1_3}}, {4};",
+            "cvt.rn.f16x2.e2m1x2 {0}, e2m1_0;",
+            "cvt.rn.f16x2.e2m1x2 {1}, e2m1_1;",
+            "cvt.rn.f16x2.e2m1x2 {2}, e2m1_2;",
+            "cvt.rn.f16x2.e2m1x2 {3}, e2m1_3;",
+            "}}",
+            out(reg32) a, out(reg32) b, out(reg32) c, out(reg32) d,
+            in(reg32) w,
+            options(pure, nomem, nostack)
+        )
+    };
+    [a, b, c, d]
+}
