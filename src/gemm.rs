@@ -34,7 +34,7 @@ pub use tuned::{PlanSource, PlanTable};
 pub(crate) use variant::Variant;
 pub use variant::{Clusters, Consumers, KSplit, MAX_K_SPLIT, TileWidth};
 pub use workspace::MAX_CACHED_STREAMS;
-pub(crate) use workspace::{StreamKCache, stream_k_ptrs};
+pub(crate) use workspace::StreamKCache;
 
 /// The cluster shape of the paired variant ([`Clusters::Pairs`]).
 const PAIR: [u32; 3] = [2, 1, 1];
@@ -450,12 +450,8 @@ impl Warpforge {
         let kernel = self.entry(launch.entry)?;
         let cluster = launch.variant.pairs.then_some(PAIR);
         let mut stream_k_cache = self.stream_k_cache().lock()?;
-        let stream_k = if plan.schedule == StreamKMode::DataParallel {
-            None
-        } else {
-            Some(stream_k_cache.buffers(stream, plan.grid)?)
-        };
-        let ((workspace, workspace_access), (flags, flags_access)) = stream_k_ptrs(stream_k, stream);
+        let ((workspace, workspace_access), (flags, flags_access)) =
+            stream_k_cache.launch_ptrs(stream, plan.schedule, plan.grid)?;
 
         let d_len = d.len();
         let (d_ptr, d_access) = d.device_ptr_mut(stream);

@@ -40,11 +40,9 @@ use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
 use warpforge_host::{Error, LaunchConfig, Result};
 use warpforge_logic::blockscaled::{a_scales_len, b_scales_len, k_blocks};
 use warpforge_logic::quant::group_scale_pitch;
-use warpforge_logic::schedule::stream_k::StreamKMode;
 
 use crate::Warpforge;
 use crate::gemm::schedule::{GemmSchedule, tile_plan};
-use crate::gemm::stream_k_ptrs;
 use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, TileWidth, check};
 
 /// K must be a multiple of this many elements (16 bytes of e4m3: TMA's row-pitch unit).
@@ -187,12 +185,8 @@ impl Warpforge {
 
         let kernel = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
         let mut stream_k_cache = self.stream_k_cache().lock()?;
-        let stream_k = if plan.schedule == StreamKMode::DataParallel {
-            None
-        } else {
-            Some(stream_k_cache.buffers(stream, plan.grid)?)
-        };
-        let ((workspace, workspace_access), (flags, flags_access)) = stream_k_ptrs(stream_k, stream);
+        let ((workspace, workspace_access), (flags, flags_access)) =
+            stream_k_cache.launch_ptrs(stream, plan.schedule, plan.grid)?;
 
         let d_len = d.len();
         let (d_ptr, d_access) = d.device_ptr_mut(stream);
@@ -273,6 +267,7 @@ impl Warpforge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use warpforge_logic::schedule::stream_k::StreamKMode;
 
     const H200_SMS: u32 = 132;
 

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, SyncOnDrop};
 use warpforge_abi::gemm_sm90::{FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS};
 use warpforge_host::{Error, Result};
+use warpforge_logic::schedule::stream_k::StreamKMode;
 
 /// Most streams whose buffers the cache keeps (a set is about 128 KiB per CTA, ~17 MiB for
 /// 132 CTAs): a service with more concurrent GEMM streams reallocates on some calls.
@@ -45,10 +46,7 @@ impl StreamKBuffers {
 pub(crate) type StreamKPtrs<'a> = ((u64, Option<SyncOnDrop<'a>>), (u64, Option<SyncOnDrop<'a>>));
 
 /// [`StreamKPtrs`] of `buffers` on `stream`.
-pub(crate) fn stream_k_ptrs<'a>(
-    buffers: Option<&'a mut StreamKBuffers>,
-    stream: &'a Arc<CudaStream>,
-) -> StreamKPtrs<'a> {
+fn stream_k_ptrs<'a>(buffers: Option<&'a mut StreamKBuffers>, stream: &'a Arc<CudaStream>) -> StreamKPtrs<'a> {
     match buffers {
         Some(buffers) => {
             let (workspace, flags) = buffers.device_ptr_mut(stream);
@@ -153,6 +151,19 @@ impl StreamKSets {
     /// Streams with buffers kept.
     pub(crate) fn len(&self) -> usize {
         self.0.len()
+    }
+
+    /// What a launch of `grid` CTAs on `stream` under `schedule` passes for its stream-K
+    /// buffers: none for a data-parallel schedule, else `stream`'s (see
+    /// [`StreamKSets::buffers`]), written by the launch (the guards record it on drop).
+    pub(crate) fn launch_ptrs<'a>(
+        &'a mut self,
+        stream: &'a Arc<CudaStream>,
+        schedule: StreamKMode,
+        grid: u32,
+    ) -> Result<StreamKPtrs<'a>> {
+        let buffers = if schedule == StreamKMode::DataParallel { None } else { Some(self.buffers(stream, grid)?) };
+        Ok(stream_k_ptrs(buffers, stream))
     }
 
     /// `stream`'s buffers, (re)allocated when missing or smaller than `ctas` CTAs need. An
