@@ -32,6 +32,7 @@
 pub mod attention;
 pub mod gemm;
 pub mod gemm_fp8;
+pub mod gemm_grouped;
 pub mod kernels;
 pub mod ptx;
 pub mod quant;
@@ -45,6 +46,9 @@ pub use gemm::{
     PlanSource, PlanTable, TileWidth,
 };
 pub use gemm_fp8::{Fp8GemmExtents, Fp8GemmProblem};
+pub use gemm_grouped::{
+    ContiguousRows, GroupedContiguousProblem, GroupedExtents, GroupedMaskedProblem, check_contiguous_indices,
+};
 pub use quant::{DequantOutput, Fp8Format, QuantExtents, QuantInput, QuantScheme, ScaleRounding};
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge::Warpforge;

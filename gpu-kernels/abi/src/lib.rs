@@ -114,6 +114,34 @@ pub struct BlockScaleParams {
     pub k_blocks: u32,
 }
 
+/// Which experts' rows a grouped (mixture-of-experts) GEMM computes, besides the dense
+/// parameters (`logic::schedule::grouped` states the layouts and how untrusted device values
+/// are clamped).
+///
+/// Contiguous: A is `M_total × K` (every expert's rows back to back, segments padded to the tile
+/// height), D `M_total × N`, B `[experts, N, K]`; `groups` holds one i32 expert index per row of
+/// A (`-1` for padding). Masked: A is `[experts, capacity, K]`, D `[experts, capacity, N]`, B
+/// `[experts, N, K]`; `groups` holds one i32 valid-row count per expert.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupedParams {
+    /// `logic::schedule::grouped::GroupedLayout` as its code: 0 contiguous, 1 masked.
+    pub layout: u32,
+    /// Experts: B's batch count.
+    pub experts: u32,
+    /// Device address of the i32 row indices (contiguous) or valid-row counts (masked).
+    pub groups: u64,
+    /// Masked: rows per expert in A and D; contiguous: 0.
+    pub capacity: u32,
+    /// Zero (keeps the 64-bit fields aligned on both sides).
+    pub reserved: u32,
+    /// Block-scaled FP8: f32 between two experts' A scales (masked; 0 when contiguous, whose A
+    /// has one scale matrix). 0 for 16-bit inputs.
+    pub a_scales_stride: u64,
+    /// Block-scaled FP8: f32 between two experts' B scales (`ceil(N / 128) · ceil(K / 128)`).
+    pub b_scales_stride: u64,
+}
+
 /// Tile and launch shape of the sm_90 attention forward kernels (`attention_*_sm90`).
 pub mod attention_sm90 {
     use warpforge_logic::swizzle::Swizzle128B;
@@ -272,8 +300,8 @@ pub mod elements {
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
     use super::{
-        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap,
-        TilePlan,
+        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, GroupedParams, In, Out, PackParams, SkinnyOperands,
+        TensorMap, TilePlan,
     };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
@@ -313,6 +341,11 @@ pub mod signatures {
     pub type Nvfp4Encode<E> = (u64, In<E>, In<u32>, Out<u8>, Out<u8>, Out<f32>);
     /// `nvfp4_decode_*(n, codes, scales, global_scale, out)` to output elements `O`.
     pub type Nvfp4Decode<O> = (u64, In<u8>, In<u8>, In<f32>, Out<O>);
+    /// The grouped 16-bit GEMMs (`gemm_grouped_*_sm90`): the GEMM body's parameters and the
+    /// experts' layout.
+    pub type GemmGroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, GroupedParams);
+    /// The grouped block-scaled FP8 GEMMs (`gemm_fp8_grouped_*_sm90`).
+    pub type GemmFp8GroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
     /// The attention forward entries (`attention_*_sm90`): `(q_map, k_map, v_map, params)`.
     pub type AttentionSm90 = (TensorMap, TensorMap, TensorMap, AttentionParams);
 }
@@ -383,6 +416,11 @@ pub mod entries {
     /// Block-scaled FP8 GEMM: e4m3 A (per-token 1 × 128 scales) times e4m3 Bᵀ (128 × 128 block
     /// scales), promoted into f32 every 128 K, bf16 output.
     pub const GEMM_FP8_BLOCKSCALED_BF16: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_sm90");
+    /// Grouped (mixture-of-experts) GEMM, bf16 in and out, both layouts (`GroupedParams`):
+    /// the 16-bit body on 128 × 256 tiles, tiles without rows skipped.
+    pub const GEMM_GROUPED_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_bf16_sm90");
+    /// Grouped block-scaled FP8 GEMM, bf16 output, both layouts: the FP8 body on 128 × 128 tiles.
+    pub const GEMM_FP8_GROUPED_BF16: Entry<GemmFp8GroupedSm90> = Entry::new("gemm_fp8_grouped_bf16_sm90");
     /// Decode GEMM (≤ 8 rows) without tensor cores, bf16 inputs, bf16 output.
     pub const GEMM_SKINNY_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_bf16_sm90");
     /// bf16 inputs, f16 output.

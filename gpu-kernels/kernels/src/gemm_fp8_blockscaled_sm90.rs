@@ -70,15 +70,22 @@ type Acc = Acc64x128F32;
 /// with 64 × 64 × 1 boxes; `p` describes D as on [`GemmParams`] with `alpha = 1`, no C, bias or
 /// activation, `m ≥ 1`; `s` A's and B's scales for M, N and `k_blocks = ceil(K / 128)`;
 /// `plan` over 128 × 128 tiles of one batch and `k_blocks` slices per tile, for the launch's
-/// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory.
+/// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory. `schedule` turns
+/// the tile geometry into the units every role follows (the dense plan, or a grouped GEMM's
+/// `ExpertTiles` over it, whose A/D batch `b` and B batch `e` take the scales at
+/// `s.a + b · scale_strides.0` and `s.b + e · scale_strides.1`, each batch's laid out as above
+/// with A's `m` rows).
 #[inline(always)]
-unsafe fn gemm(
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm<S: TileScheduler>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
     p: &GemmParams,
     plan: &TilePlan,
     s: &BlockScaleParams,
+    schedule: impl FnOnce(TileGeometry) -> S,
+    scale_strides: (u64, u64),
 ) {
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
@@ -101,7 +108,7 @@ unsafe fn gemm(
 
     let geometry =
         TileGeometry { block_m: BLOCK_M, block_n: BLOCK_N, raster_rows: plan.raster_rows, ctas_per_worker: 1, rank: 0 };
-    let units = GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    let units = schedule(geometry);
     let worker = block_idx().x;
 
     if warpgroup_id() == 0 {
@@ -113,15 +120,19 @@ unsafe fn gemm(
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
             while let Some(unit) = units.unit(worker, index) {
-                let (m0, n0) = (unit.m0, unit.n0);
+                if unit.skip {
+                    index += 1;
+                    continue;
+                }
+                let (batch, b_batch, m0, n0) = (unit.batch, unit.b_batch, unit.m0, unit.n0);
                 let load = |stage: u32, slice: u32, full: &warpforge_dsl::mbarrier::Mbarrier| {
                     let k0 = (slice * BLOCK_K) as i32;
                     // SAFETY: the maps' boxes match the tiles (host contract); the slot was
                     // acquired free by `produce`.
                     unsafe {
-                        tma::load_3d(&a_top.stage(stage), a_map, k0, m0, 0, full);
-                        tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, 0, full);
-                        tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, 0, full);
+                        tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
+                        tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, full);
+                        tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, b_batch, full);
                     }
                 };
                 // SAFETY: the one producer thread; each slot gets both warpgroups' A rows and B:
@@ -149,12 +160,20 @@ unsafe fn gemm(
     let mut consumer = Consumer::new(pipe, OwnCta, leader);
     let mut index = 0;
     while let Some(unit) = units.unit(block_idx_x_in_place(), index) {
+        if unit.skip {
+            index += 1;
+            continue;
+        }
         let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
         let upper = row0 + acc_thread_row(warpgroup::thread_index());
-        // SAFETY: `m ≥ 1`; the scales cover M, N and `k_blocks`, and the unit's slices are
-        // below `k_blocks` (kernel contract); `n0` is a tile's first column, below N.
-        let scales =
-            unsafe { GroupBlockScales::new(s.a, s.b, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin) };
+        let a_scales = s.a + unit.batch as u64 * scale_strides.0 * 4;
+        let b_scales = s.b + unit.b_batch as u64 * scale_strides.1 * 4;
+        // SAFETY: `m ≥ 1`; the unit's batches' scales cover M, N and `k_blocks`, and the
+        // unit's slices are below `k_blocks` (kernel contract); `n0` is a tile's first column,
+        // below N.
+        let scales = unsafe {
+            GroupBlockScales::new(a_scales, b_scales, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin)
+        };
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
         let promoted: Promoted<Acc> = unsafe { consumer.mainloop(unit.slices(), &stage) };
@@ -183,7 +202,7 @@ unsafe fn gemm(
             staging: &my_staging,
             barrier: &wg_barrier,
             leader,
-            batch: 0,
+            batch: unit.batch as u32,
             row0,
             col0: unit.n0 as u32,
         };
@@ -212,6 +231,7 @@ pub unsafe fn gemm_fp8_blockscaled_bf16_sm90(
     plan: TilePlan,
     scales: BlockScaleParams,
 ) {
-    // SAFETY: forwarded to the launcher's contract.
-    unsafe { gemm(a_map, b_map, d_map, &params, &plan, &scales) }
+    let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    // SAFETY: forwarded to the launcher's contract (one batch: no scale strides).
+    unsafe { gemm(a_map, b_map, d_map, &params, &plan, &scales, dense, (0, 0)) }
 }

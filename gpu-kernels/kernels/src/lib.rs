@@ -21,6 +21,8 @@ pub mod gemm_decode_sm90;
 pub mod gemm_epilogue;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_fp8_blockscaled_sm90;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod gemm_grouped_sm90;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]

@@ -8,16 +8,27 @@
 //! (data-parallel, stream-K or the hybrid) over a grouped rasterisation
 //! (`logic::schedule::swizzled`) of the tiles of every batch stacked along M. A worker is a
 //! CTA, or a cluster of CTAs stacked along M that take adjacent tile rows of each unit.
+//!
+//! [`ExpertTiles`] is the grouped (mixture-of-experts) GEMMs' scheduler: the same units over the
+//! tiles of every expert, each told which expert's B it multiplies and whether it has rows at
+//! all (`logic::schedule::grouped`); the kernel's roles skip the units without rows together.
 
+use crate::abi::GroupedParams;
+use crate::logic::schedule::grouped::{GroupedLayout, contiguous_expert, masked_tile_has_rows};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
 
 /// One scheduled piece of work: K slices `k_begin..k_end` of the output tile at (`m0`, `n0`)
-/// of `batch`.
+/// of `batch`, multiplying by B's batch `b_batch`.
 #[derive(Clone, Copy)]
 pub struct TileUnit {
-    /// Batch of the tile.
+    /// Batch of the tile (of A and D).
     pub batch: i32,
+    /// Batch of B (`batch` for a batched GEMM; the expert of a grouped one).
+    pub b_batch: i32,
+    /// The tile has no rows to compute (a grouped GEMM's padding or an expert's rows past its
+    /// count): every role of the worker passes over the unit without loading or storing.
+    pub skip: bool,
     /// First row of the tile.
     pub m0: i32,
     /// First column of the tile.
@@ -43,6 +54,8 @@ impl TileUnit {
 
 /// The unit sequence of each worker.
 pub trait TileScheduler {
+    /// Whether some units may come with [`TileUnit::skip`] set.
+    const SKIPS: bool = false;
     /// The `index`-th unit of `worker`, or `None` when the worker is done.
     fn unit(&self, worker: u32, index: u32) -> Option<TileUnit>;
 }
@@ -89,8 +102,11 @@ impl TileScheduler for GroupedStreamK {
         let g = self.geometry;
         let row = tile.m % g.raster_rows;
         let tile_row = g.ctas_per_worker * row + g.rank;
+        let batch = (tile.m / g.raster_rows) as i32;
         Some(TileUnit {
-            batch: (tile.m / g.raster_rows) as i32,
+            batch,
+            b_batch: batch,
+            skip: false,
             m0: (tile_row * g.block_m) as i32,
             n0: (tile.n * g.block_n) as i32,
             k_begin: unit.k_begin,
@@ -98,5 +114,62 @@ impl TileScheduler for GroupedStreamK {
             role: unit.role,
             contributors,
         })
+    }
+}
+
+/// The units of a grouped GEMM: [`GroupedStreamK`]'s over the tile rows of every expert
+/// (contiguous: one batch of `M_total` rows; masked: a batch of `capacity` rows per expert),
+/// with each unit's expert and whether it has rows read from the device (the row's expert index
+/// or the expert's valid-row count), every value mapped inside the tensors or to a skip.
+#[derive(Clone, Copy)]
+pub struct ExpertTiles {
+    tiles: GroupedStreamK,
+    groups: *const i32,
+    layout: GroupedLayout,
+    experts: u32,
+    capacity: u32,
+}
+
+impl ExpertTiles {
+    /// The grouped units of `tiles` under `params`.
+    ///
+    /// # Safety
+    /// `params.groups` addresses one readable i32 per row of A (contiguous: `tiles`' rows × the
+    /// tile height, a multiple of it) or per expert (masked: `tiles`' batches are the experts,
+    /// `capacity` rows each), for the whole launch.
+    #[inline(always)]
+    pub unsafe fn new(tiles: GroupedStreamK, params: &GroupedParams) -> Self {
+        ExpertTiles {
+            tiles,
+            groups: params.groups as *const i32,
+            layout: GroupedLayout::from_code(params.layout),
+            experts: params.experts,
+            capacity: params.capacity,
+        }
+    }
+}
+
+impl TileScheduler for ExpertTiles {
+    const SKIPS: bool = true;
+    #[inline(always)]
+    fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
+        let mut unit = self.tiles.unit(worker, index)?;
+        match self.layout {
+            GroupedLayout::Contiguous => {
+                // SAFETY: `m0` is a row of A (a tile's first row; A's rows are whole tiles), and
+                // the constructor's contract gives one index per row.
+                let first = unsafe { *self.groups.add(unit.m0 as usize) };
+                match contiguous_expert(first, self.experts) {
+                    Some(expert) => unit.b_batch = expert as i32,
+                    None => unit.skip = true,
+                }
+            }
+            GroupedLayout::Masked => {
+                // SAFETY: the unit's batch is an expert (the tiles' batches are the experts).
+                let count = unsafe { *self.groups.add(unit.batch as usize) };
+                unit.skip = !masked_tile_has_rows(unit.m0 as u32, count, self.capacity);
+            }
+        }
+        Some(unit)
     }
 }
