@@ -19,9 +19,10 @@
 //!
 //! What the device values mean (clamped by the kernel, never trusted): a contiguous tile of 128
 //! rows takes the expert of its first row, and is skipped when that index is negative or
-//! `≥ experts`; D's rows of skipped tiles are left as they are. A masked count is clamped to
-//! `0..=capacity`; tiles past an expert's count are skipped, and a tile with valid rows writes
-//! all 128 of its rows (rows past the count from whatever A holds there). The indices within a
+//! `≥ experts`. A masked count is clamped to `0..=capacity`, and tiles wholly past an expert's
+//! count are skipped. D is written a tile at a time: a skipped tile's rows are left as they are,
+//! and a computed tile writes all its 128 rows (padding or past-the-count rows from whatever A
+//! holds there). The indices within a
 //! 128-row block must name one expert (or be `-1`): [`check_contiguous_indices`] says whether
 //! they do; the kernel reads only each block's first.
 //!

@@ -12,6 +12,7 @@ mod gpu_foundation;
 mod gpu_fp8_gemm;
 mod gpu_fuzz;
 mod gpu_gemm;
+mod gpu_grouped_gemm;
 mod gpu_gemm_swiglu;
 mod gpu_gemm_tuned;
 mod gpu_hopper_async;

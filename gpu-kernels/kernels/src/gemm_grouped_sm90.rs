@@ -16,9 +16,10 @@
 //! rows past an expert's count cost one cached load. Consecutive tiles go to different CTAs, so
 //! an expert's tiles spread over the whole grid however the tokens were routed.
 //!
-//! Rows of D: contiguous, padding rows are never written; masked, a tile with valid rows writes
-//! all its 128 rows (those past the count from A's rows there, which the caller owns), tiles
-//! entirely past the count are never written.
+//! Rows of D: a tile is written whole or not at all. A tile with an expert (contiguous: its first
+//! row's index; masked: some row below the expert's count) writes all its 128 rows, the padding
+//! or past-the-count rows among them from whatever A holds there; a skipped tile's rows are
+//! never written.
 
 use warpforge_dsl::abi::{BlockScaleParams, GemmParams, GroupedParams, TensorMap, TilePlan};
 use warpforge_dsl::num::Bf16;
