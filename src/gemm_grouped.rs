@@ -36,7 +36,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
-use warpforge_abi::{BlockScaleParams, GemmParams, GroupedParams, TensorMap, TilePlan, entries, gemm_fp8_sm90, gemm_sm90};
+use warpforge_abi::{
+    BlockScaleParams, GemmParams, GroupedParams, TensorMap, TilePlan, entries, gemm_fp8_sm90, gemm_sm90,
+};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, LaunchConfig, Result};
 use warpforge_logic::blockscaled::k_blocks;
@@ -353,7 +355,15 @@ impl Warpforge {
         d: &mut impl DevicePtrMut<bf16>,
     ) -> Result<()> {
         let e = problem.check(true)?;
-        self.launch_grouped(stream, &e, a, b, Some((a_scales as &dyn DevicePtr<f32>, b_scales as &dyn DevicePtr<f32>)), m_indices, d)
+        self.launch_grouped(
+            stream,
+            &e,
+            a,
+            b,
+            Some((a_scales as &dyn DevicePtr<f32>, b_scales as &dyn DevicePtr<f32>)),
+            m_indices,
+            d,
+        )
     }
 
     /// Runs the masked-layout grouped block-scaled FP8 GEMM (bf16 D) on `stream`; A's scales per
@@ -371,7 +381,15 @@ impl Warpforge {
         d: &mut impl DevicePtrMut<bf16>,
     ) -> Result<()> {
         let e = problem.check(true)?;
-        self.launch_grouped(stream, &e, a, b, Some((a_scales as &dyn DevicePtr<f32>, b_scales as &dyn DevicePtr<f32>)), masked_m, d)
+        self.launch_grouped(
+            stream,
+            &e,
+            a,
+            b,
+            Some((a_scales as &dyn DevicePtr<f32>, b_scales as &dyn DevicePtr<f32>)),
+            masked_m,
+            d,
+        )
     }
 
     /// Checks the buffers of a grouped launch against `e` and launches it.
@@ -459,8 +477,11 @@ impl Warpforge {
         let a_map = operand(a_ptr, a_bytes, [k, rows, e.batches as u64], a_box)?;
         let b_map = operand(b_ptr, b_bytes, [k, n, e.experts as u64], block_n)?;
 
-        let (threads, smem) =
-            if fp8 { (gemm_fp8_sm90::THREADS, gemm_fp8_sm90::SMEM_BYTES) } else { (gemm_sm90::THREADS, gemm_sm90::SMEM_BYTES) };
+        let (threads, smem) = if fp8 {
+            (gemm_fp8_sm90::THREADS, gemm_fp8_sm90::SMEM_BYTES)
+        } else {
+            (gemm_sm90::THREADS, gemm_sm90::SMEM_BYTES)
+        };
         let k_slices = e.k.div_ceil(block_k as usize) as u32;
         let d_len = d.len();
         let (d_ptr, d_access) = d.device_ptr_mut(stream);

@@ -101,7 +101,9 @@ impl Case {
             (0..n).find_map(|col| {
                 let g = got[r * n + col];
                 match expert {
-                    None => (g.to_bits() != POISON).then(|| format!("D[{batch}, {row}, {col}] written in a skipped tile")),
+                    None => {
+                        (g.to_bits() != POISON).then(|| format!("D[{batch}, {row}, {col}] written in a skipped tile"))
+                    }
                     Some(e) => {
                         let (want, tol) = self.expect(batch, row, col, (e + shift) % self.experts, fp8);
                         let v = g.to_f64();
@@ -191,14 +193,19 @@ fn run_fp8(routing: Routing, experts: usize, n: usize, k: usize, seed: u64) -> (
         let (codes, scales) = quantise_a(&inputs(seed ^ z as u64, rows, k, true), rows, k);
         let pitch = q::group_scale_pitch(rows).unwrap();
         a_f64.extend(
-            codes.iter().enumerate().map(|(i, &c)| decode(c) * scales[q::group_scale_index(i / k, (i % k) / q::GROUP, pitch)] as f64),
+            codes
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| decode(c) * scales[q::group_scale_index(i / k, (i % k) / q::GROUP, pitch)] as f64),
         );
         a.extend(codes);
         a_scales.extend(scales);
     }
     for e in 0..experts {
         let (codes, scales) = quantise_b(&inputs(!seed ^ e as u64, n, k, false), n, k);
-        b_f64.extend(codes.iter().enumerate().map(|(i, &c)| decode(c) * scales[q::block_scale_index(i / k, i % k, k)] as f64));
+        b_f64.extend(
+            codes.iter().enumerate().map(|(i, &c)| decode(c) * scales[q::block_scale_index(i / k, i % k, k)] as f64),
+        );
         b.extend(codes);
         b_scales.extend(scales);
     }

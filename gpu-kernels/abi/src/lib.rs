@@ -300,8 +300,8 @@ pub mod elements {
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
     use super::{
-        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, GroupedParams, In, Out, PackParams, SkinnyOperands,
-        TensorMap, TilePlan,
+        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, GroupedParams, In, Out, PackParams,
+        SkinnyOperands, TensorMap, TilePlan,
     };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
@@ -345,7 +345,8 @@ pub mod signatures {
     /// experts' layout.
     pub type GemmGroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, GroupedParams);
     /// The grouped block-scaled FP8 GEMMs (`gemm_fp8_grouped_*_sm90`).
-    pub type GemmFp8GroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
+    pub type GemmFp8GroupedSm90 =
+        (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
     /// The attention forward entries (`attention_*_sm90`): `(q_map, k_map, v_map, params)`.
     pub type AttentionSm90 = (TensorMap, TensorMap, TensorMap, AttentionParams);
 }

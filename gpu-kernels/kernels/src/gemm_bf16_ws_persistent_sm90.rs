@@ -37,9 +37,9 @@ use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::{Output, Staging};
 use warpforge_dsl::parts::mainloop::{Consumer, SsStage, StageRelease, produce};
-use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 #[cfg(doc)]
 use warpforge_dsl::parts::schedule::ExpertTiles;
+use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
@@ -318,7 +318,12 @@ pub(crate) fn dense(plan: &TilePlan, geometry: TileGeometry) -> GroupedStreamK {
 /// The wide tile (128 × 256, or 64 × 256 per ping-pong warpgroup): accumulator, columns, stages.
 macro_rules! wide {
     ($input:ty, $epilogue:ty, $pingpong:literal) => {
-        $crate::gemm_bf16_ws_persistent_sm90::wide!($input, $epilogue, $pingpong, warpforge_dsl::parts::schedule::GroupedStreamK)
+        $crate::gemm_bf16_ws_persistent_sm90::wide!(
+            $input,
+            $epilogue,
+            $pingpong,
+            warpforge_dsl::parts::schedule::GroupedStreamK
+        )
     };
     ($input:ty, $epilogue:ty, $pingpong:literal, $schedule:ty) => {
         $crate::gemm_bf16_ws_persistent_sm90::gemm::<
@@ -352,7 +357,16 @@ macro_rules! narrow {
 /// multicasts it to both.
 macro_rules! wide_pair {
     ($input:ty, $epilogue:ty, $pingpong:literal) => {
-        gemm::<$input, $epilogue, Acc64x256F32, Pair, GroupedStreamK, $pingpong, { BLOCK_N as usize }, { STAGES as usize }>
+        gemm::<
+            $input,
+            $epilogue,
+            Acc64x256F32,
+            Pair,
+            GroupedStreamK,
+            $pingpong,
+            { BLOCK_N as usize },
+            { STAGES as usize },
+        >
     };
 }
 pub(crate) use {narrow, wide};

@@ -73,7 +73,5 @@ pub unsafe fn gemm_fp8_grouped_bf16_sm90(
     let experts = |geometry| unsafe { ExpertTiles::new(dense(&plan, geometry), &grouped) };
     let strides = (grouped.a_scales_stride, grouped.b_scales_stride);
     // SAFETY: forwarded to the launcher's contract.
-    unsafe {
-        crate::gemm_fp8_blockscaled_sm90::gemm(a_map, b_map, d_map, &params, &plan, &scales, experts, strides)
-    }
+    unsafe { crate::gemm_fp8_blockscaled_sm90::gemm(a_map, b_map, d_map, &params, &plan, &scales, experts, strides) }
 }
