@@ -18,12 +18,13 @@
 //! Warp roles (384 threads), as in the body: warpgroup 0 is the producer (one elected thread
 //! issues each slot's three TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
 //! consumers (64 rows × 128 columns each: a 64-register sum and a 64-register scratch per
-//! thread; registers raised to 232), cooperative on 128 × 128 tiles.
+//! thread; registers raised to 232), cooperative on 128 × 128 tiles. A consumer waits for its
+//! block's wgmmas before promoting them, so the two consumers take turns to issue
+//! (`parts::turns::TakeTurns`, named barriers 3 and 4): one's wgmmas occupy the tensor cores
+//! while the other promotes, instead of both promoting at once.
 //!
 //! Shared memory: 6 slots × (128 + 128) × 128 B = 192 KiB of ring, 32 KiB of output staging,
-//! the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Performance is not yet measured (no
-//! docs/PERF.md entry); the first version waits for every block's wgmmas before promoting, so
-//! the tensor cores idle during each promotion (a second scratch tile would overlap them).
+//! the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
 
 use warpforge_dsl::abi::gemm_fp8_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
 use warpforge_dsl::abi::gemm_sm90::{CONSUMERS, PARTIAL_SLOT_FLOATS};
@@ -36,6 +37,7 @@ use warpforge_dsl::parts::epilogue::Staging;
 use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, produce};
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 use warpforge_dsl::parts::stream_k::PartialSlots;
+use warpforge_dsl::parts::turns::TakeTurns;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
@@ -157,7 +159,12 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
     let operands = SsStage { a: a_ring, b: b_ring };
-    let mut consumer = Consumer::new(pipe, OwnCta, leader);
+    // The two warpgroups issue their K blocks in turn, so one's wgmmas run while the other
+    // promotes (ids 3 and 4: this protocol's alone).
+    // SAFETY: both consumer warpgroups, once; both issue every slice of every unit of this
+    // worker (cooperative tiles, the same skips) and finish below.
+    let turns = unsafe { TakeTurns::new(3, half) };
+    let mut consumer = Consumer::ordered(pipe, OwnCta, leader, turns);
     let mut index = 0;
     while let Some(unit) = units.unit(block_idx_x_in_place(), index) {
         if unit.skip {
@@ -210,6 +217,8 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         unsafe { <Linear<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
         index += 1;
     }
+    // SAFETY: both warpgroups, once, after their last issue.
+    unsafe { turns.finish() };
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.
         tma::wait_group::<0>();
