@@ -19,6 +19,7 @@ mod gpu_hopper_async;
 mod gpu_quant;
 mod gpu_reliability;
 mod gpu_soak;
+mod gpu_swiglu_fp8;
 mod gpu_wgmma;
 mod no_driver;
 mod problem_checks;

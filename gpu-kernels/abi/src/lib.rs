@@ -414,6 +414,11 @@ pub mod entries {
     pub const GEMM_SWIGLU_BF16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_narrow_sm90");
     /// Fused gate-up + SwiGLU, f16, narrow tiles.
     pub const GEMM_SWIGLU_F16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_narrow_sm90");
+    /// Fused gate-up + SwiGLU quantised for an FP8 down projection: bf16 in, e4m3 codes and one
+    /// f32 scale per row and 128 outputs (the per-token layout), cooperative 128 × 256 tiles.
+    pub const GEMM_SWIGLU_E4M3_BF16: Entry<GemmSm90> = Entry::new("gemm_swiglu_e4m3_bf16_sm90");
+    /// As [`GEMM_SWIGLU_E4M3_BF16`], the scales rounded up to powers of two (UE8M0).
+    pub const GEMM_SWIGLU_UE8M0_BF16: Entry<GemmSm90> = Entry::new("gemm_swiglu_ue8m0_bf16_sm90");
     /// Block-scaled FP8 GEMM: e4m3 A (per-token 1 × 128 scales) times e4m3 Bᵀ (128 × 128 block
     /// scales), promoted into f32 every 128 K, bf16 output.
     pub const GEMM_FP8_BLOCKSCALED_BF16: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_sm90");
