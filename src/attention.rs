@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
-use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, smem_plan};
+use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, block_n, smem_plan};
 use warpforge_abi::signatures::AttentionSm90;
 use warpforge_abi::{AttentionParams, Entry, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
@@ -36,14 +36,16 @@ const TMA_ALIGN: u64 = 16;
 
 /// Element types of the attention kernels: bf16 and f16 (sealed through [`GemmInput`]).
 pub trait AttentionElement: GemmInput {
-    /// The entries for head dimensions 64 and 128.
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; 2];
+    /// The entries for the head dimensions of `HEAD_DIMS` (64, 128, 256), in that order.
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()];
 }
 impl AttentionElement for half::bf16 {
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; 2] = [entries::ATTENTION_BF16_D64, entries::ATTENTION_BF16_D128];
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()] =
+        [entries::ATTENTION_BF16_D64, entries::ATTENTION_BF16_D128, entries::ATTENTION_BF16_D256];
 }
 impl AttentionElement for half::f16 {
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; 2] = [entries::ATTENTION_F16_D64, entries::ATTENTION_F16_D128];
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()] =
+        [entries::ATTENTION_F16_D64, entries::ATTENTION_F16_D128, entries::ATTENTION_F16_D256];
 }
 
 /// One attention forward call (see the module docs for layouts).
@@ -59,7 +61,7 @@ pub struct AttentionProblem {
     pub seq_q: usize,
     /// Keys (and values) per sequence, ≥ 1.
     pub seq_k: usize,
-    /// Head dimension: 64 or 128.
+    /// Head dimension: 64, 128 or 256.
     pub head_dim: usize,
     /// Causal mask, bottom-right aligned.
     pub causal: bool,
@@ -139,7 +141,7 @@ pub struct AttentionVarlenProblem {
     pub max_seq_q: usize,
     /// The longest key sequence, 1..=total_k.
     pub max_seq_k: usize,
-    /// Head dimension: 64 or 128.
+    /// Head dimension: 64, 128 or 256.
     pub head_dim: usize,
     /// Causal mask, bottom-right aligned per sequence.
     pub causal: bool,
@@ -348,11 +350,14 @@ impl Warpforge {
             check(l.len() >= e.lse, || format!("lse holds {} elements, the problem writes {}", l.len(), e.lse))?;
         }
 
-        let entry = T::ATTENTION_ENTRIES[if p.head_dim == 64 { 0 } else { 1 }];
-        let kernel = self.entry(entry)?;
-        let map = |heads: usize, rows: usize| {
+        let index = HEAD_DIMS.iter().position(|&d| d as usize == p.head_dim).ok_or_else(|| {
+            Error::InvalidArgument(format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim))
+        })?;
+        let kernel = self.entry(T::ATTENTION_ENTRIES[index])?;
+        let keys = block_n(p.head_dim as u32);
+        let map = |heads: usize, rows: usize, box_rows: u32| {
             let d = p.head_dim as u64;
-            TensorMapBuilder::<T>::new(&[d, heads as u64, rows as u64], &[HEAD_CHUNK, 1, BLOCK_M])
+            TensorMapBuilder::<T>::new(&[d, heads as u64, rows as u64], &[HEAD_CHUNK, 1, box_rows])
                 .global_strides(&[d * 2, heads as u64 * d * 2])
                 .swizzle(Swizzle::B128)
         };
@@ -362,17 +367,17 @@ impl Warpforge {
         let (q_map, q_access) = {
             let (addr, _) = q.device_ptr(stream);
             aligned("q", addr, TMA_ALIGN)?;
-            map(p.heads_q, p.rows_q).encode(q, stream)?
+            map(p.heads_q, p.rows_q, BLOCK_M).encode(q, stream)?
         };
         let (k_map, k_access) = {
             let (addr, _) = k.device_ptr(stream);
             aligned("k", addr, TMA_ALIGN)?;
-            map(p.heads_kv, p.rows_k).encode(k, stream)?
+            map(p.heads_kv, p.rows_k, keys).encode(k, stream)?
         };
         let (v_map, v_access) = {
             let (addr, _) = v.device_ptr(stream);
             aligned("v", addr, TMA_ALIGN)?;
-            map(p.heads_kv, p.rows_k).encode(v, stream)?
+            map(p.heads_kv, p.rows_k, keys).encode(v, stream)?
         };
         let (o_ptr, o_access) = o.device_ptr_mut(stream);
         aligned("o", o_ptr, 4)?;

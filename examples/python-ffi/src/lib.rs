@@ -54,6 +54,7 @@ pub struct FfiAttention {
     pub heads_kv: u64,
     pub seq_q: u64,
     pub seq_k: u64,
+    /// 64, 128 or 256 (anything else is refused with the safe API's message).
     pub head_dim: u64,
     /// Non-zero for the causal (bottom-right aligned) mask.
     pub causal: u32,

@@ -143,14 +143,16 @@ pub struct GroupedParams {
 }
 
 /// Tile and launch shape of the sm_90 attention forward kernels (`attention_*_sm90`).
+///
+/// Everything that depends on the head dimension is a `const fn` of it, so the device entries
+/// (which instantiate the kernel with these values as const generics) and the host (maps,
+/// launch bytes) read one table.
 pub mod attention_sm90 {
     use warpforge_logic::swizzle::Swizzle128B;
-    use warpforge_logic::tile_spec::{SmemPlan, TileSpec, elem};
+    use warpforge_logic::tile_spec::{SmemPlan, Tile, TileSpec, elem};
 
     /// Query rows per CTA: two consumer warpgroups of 64 rows (wgmma's M).
     pub const BLOCK_M: u32 = 128;
-    /// Keys per K/V tile (one ring stage).
-    pub const BLOCK_N: u32 = 128;
     /// Head-dimension columns per TMA box: 128 bytes of a 16-bit element, one swizzle span.
     pub const HEAD_CHUNK: u32 = 64;
     /// Threads per CTA: a producer warpgroup and two consumer warpgroups.
@@ -158,36 +160,86 @@ pub mod attention_sm90 {
     /// Consumer warpgroups (each releases every ring stage once).
     pub const CONSUMERS: u32 = 2;
     /// Head dimensions with an entry.
-    pub const HEAD_DIMS: [u32; 2] = [64, 128];
-    /// The one TMA box of Q, K and V: 128 rows (queries or keys) of one head's 64-column
-    /// chunk, 128-byte swizzle (the 3-D map's box is `64 × 1 × 128`: chunk, head, row).
-    /// Element size only matters, so bf16 stands for f16 too.
-    pub type Box = TileSpec<elem::Bf16, { BLOCK_N as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
+    pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
+    /// Keys per K/V block with the narrow blocks of head dimension 256 (wgmma `m64n80k16`).
+    pub const NARROW_BLOCK_N: u32 = 80;
+    /// Keys per K/V block of head dimensions 64 and 128.
+    pub const WIDE_BLOCK_N: u32 = 128;
+    /// A Q box: 128 query rows of one head's 64-column chunk, 128-byte swizzle (the map's box is
+    /// `64 × 1 × 128`: chunk, head, row). Element size only matters, so bf16 stands for f16 too.
+    pub type QBox = TileSpec<elem::Bf16, { BLOCK_M as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
+    /// A K or V box: `KEYS` keys of one head's 64-column chunk (box `64 × 1 × KEYS`).
+    pub type KvBox<const KEYS: usize> = TileSpec<elem::Bf16, KEYS, { HEAD_CHUNK as usize }, Swizzle128B>; // (KEYS, 64)
+
+    /// Keys per K/V block (one ring stage) for head dimension `head_dim`. At d = 256 a
+    /// consumer thread holds O's 64 × 256 f32 (128 registers); with 128-key scores (64) and
+    /// their P fragments (32) that exceeds the 240 a consumer can get, so the blocks narrow to
+    /// 80 keys (40 + 20 registers; `P·V` then runs five K steps).
+    pub const fn block_n(head_dim: u32) -> u32 {
+        if head_dim <= 128 { WIDE_BLOCK_N } else { NARROW_BLOCK_N }
+    }
 
     /// K/V ring depth for head dimension `head_dim`. A stage holds a block's K and V, and V is
     /// read one step after K (the next block's `Q·Kᵀ` is issued before this block's `P·V`), so
-    /// two stages would let the producer run only one block ahead of the wait: three at
-    /// d = 128 (224 KiB with Q, just inside Hopper's 227 KiB), four at d = 64.
+    /// two stages let the producer run only one block ahead of the wait: four at d = 64
+    /// (144 KiB with Q), three at d = 128 (224 KiB, just inside Hopper's 227 KiB), and two at
+    /// d = 256, all that fits (Q 64 KiB + 2 × 80 KiB of 80-key K and V = 224 KiB).
     pub const fn stages(head_dim: u32) -> u32 {
-        if head_dim <= 64 { 4 } else { 3 }
+        if head_dim <= 64 {
+            4
+        } else if head_dim <= 128 {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA).
+    pub const fn producer_regs(head_dim: u32) -> u32 {
+        if head_dim <= 128 { 40 } else { 32 }
+    }
+
+    /// Registers per consumer thread after `setmaxnreg.inc`: all that is left of the SM's
+    /// 64 Ki (`128 · producer + 256 · consumer ≤ 65536`, multiples of 8).
+    pub const fn consumer_regs(head_dim: u32) -> u32 {
+        if head_dim <= 128 { 232 } else { 240 }
     }
 
     /// Dynamic shared memory a block may use on sm_90 (227 KiB).
     pub const SM90_SMEM_LIMIT: u32 = 227 * 1024;
-    const _: () = assert!(
-        smem_plan(64).launch_bytes() <= SM90_SMEM_LIMIT && smem_plan(128).launch_bytes() <= SM90_SMEM_LIMIT,
-        "the attention plans fit Hopper's shared memory"
-    );
+    /// Registers of one SM.
+    const SM_REGISTERS: u32 = 65_536;
+    const _: () = {
+        let mut i = 0;
+        while i < HEAD_DIMS.len() {
+            let d = HEAD_DIMS[i];
+            assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "the attention plans fit Hopper's shared memory");
+            assert!(
+                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d) <= SM_REGISTERS,
+                "the register split fits the SM"
+            );
+            assert!(d.is_multiple_of(HEAD_CHUNK) && block_n(d).is_multiple_of(16), "whole chunks, whole K steps");
+            i += 1;
+        }
+    };
 
     /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
     /// per chunk), the K ring, the V ring, the ring's barriers, Q's barrier.
     pub const fn smem_plan(head_dim: u32) -> SmemPlan {
+        if block_n(head_dim) == WIDE_BLOCK_N {
+            plan::<KvBox<{ WIDE_BLOCK_N as usize }>>(head_dim)
+        } else {
+            plan::<KvBox<{ NARROW_BLOCK_N as usize }>>(head_dim)
+        }
+    }
+
+    const fn plan<Kv: Tile>(head_dim: u32) -> SmemPlan {
         let chunks = head_dim / HEAD_CHUNK;
         let stages = stages(head_dim);
         SmemPlan::new()
-            .ring::<Box>(chunks)
-            .ring::<Box>(stages * chunks)
-            .ring::<Box>(stages * chunks)
+            .ring::<QBox>(chunks)
+            .ring::<Kv>(stages * chunks)
+            .ring::<Kv>(stages * chunks)
             .pipeline(stages)
             .mbarriers(1)
     }
@@ -508,6 +560,10 @@ pub mod entries {
     pub const ATTENTION_F16_D64: Entry<AttentionSm90> = Entry::new("attention_f16_d64_sm90");
     /// Attention forward, f16, head dimension 128.
     pub const ATTENTION_F16_D128: Entry<AttentionSm90> = Entry::new("attention_f16_d128_sm90");
+    /// Attention forward, bf16, head dimension 256 (80-key blocks).
+    pub const ATTENTION_BF16_D256: Entry<AttentionSm90> = Entry::new("attention_bf16_d256_sm90");
+    /// Attention forward, f16, head dimension 256 (80-key blocks).
+    pub const ATTENTION_F16_D256: Entry<AttentionSm90> = Entry::new("attention_f16_d256_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
