@@ -512,13 +512,12 @@ impl Warpforge {
             workspace: 0,
             flags: 0,
         };
+        let masked = e.layout == GroupedLayout::Masked;
         let grouped = GroupedParams {
-            layout: e.layout as u32,
             experts: e.experts as u32,
+            capacity: if masked { e.rows as u32 } else { 0 },
             groups,
-            capacity: if e.layout == GroupedLayout::Masked { e.rows as u32 } else { 0 },
-            reserved: 0,
-            a_scales_stride: if e.layout == GroupedLayout::Masked { e.a_scales_stride as u64 } else { 0 },
+            a_scales_stride: if masked { e.a_scales_stride as u64 } else { 0 },
             b_scales_stride: e.b_scales_stride as u64,
         };
         let keep = [d_access];
@@ -528,7 +527,9 @@ impl Warpforge {
         // (the kernel clamps every index and count it reads: `logic::schedule::grouped`); the
         // plan is data-parallel (no stream-K buffers) over exactly the launch's grid.
         if let Some(s) = scales {
-            let kernel = self.entry(entries::GEMM_FP8_GROUPED_BF16)?;
+            let entry =
+                if masked { entries::GEMM_FP8_GROUPED_MASKED_BF16 } else { entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16 };
+            let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
             let (grid, plan) = grouped_plan(e, block_n, k_slices, capacity)?;
             let scales = BlockScaleParams {
@@ -541,7 +542,8 @@ impl Warpforge {
             // SAFETY: as above, with both scale buffers checked against the problem.
             unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan, scales, grouped), keep)? };
         } else {
-            let kernel = self.entry(entries::GEMM_GROUPED_BF16)?;
+            let entry = if masked { entries::GEMM_GROUPED_MASKED_BF16 } else { entries::GEMM_GROUPED_CONTIGUOUS_BF16 };
+            let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
             let (grid, plan) = grouped_plan(e, block_n, k_slices, capacity)?;
             let config = LaunchConfig::linear(grid, threads).with_dynamic_smem(smem);

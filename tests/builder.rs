@@ -261,8 +261,10 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::NVFP4_DECODE_BF16);
     check(d, entries::NVFP4_DECODE_F32);
     check(d, entries::GEMM_FP8_BLOCKSCALED_BF16);
-    check(d, entries::GEMM_GROUPED_BF16);
-    check(d, entries::GEMM_FP8_GROUPED_BF16);
+    check(d, entries::GEMM_GROUPED_CONTIGUOUS_BF16);
+    check(d, entries::GEMM_GROUPED_MASKED_BF16);
+    check(d, entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16);
+    check(d, entries::GEMM_FP8_GROUPED_MASKED_BF16);
     check(d, entries::GEMM_SWIGLU_E4M3_BF16);
     check(d, entries::GEMM_SWIGLU_UE8M0_BF16);
     for attention in [
@@ -277,7 +279,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     }
     assert_eq!(
         declared.len(),
-        74,
+        76,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

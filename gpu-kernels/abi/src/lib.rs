@@ -116,7 +116,7 @@ pub struct BlockScaleParams {
 
 /// Which experts' rows a grouped (mixture-of-experts) GEMM computes, besides the dense
 /// parameters (`logic::schedule::grouped` states the layouts and how untrusted device values
-/// are clamped).
+/// are clamped); the layout is the entry's.
 ///
 /// Contiguous: A is `M_total × K` (every expert's rows back to back, segments padded to the tile
 /// height), D `M_total × N`, B `[experts, N, K]`; `groups` holds one i32 expert index per row of
@@ -125,16 +125,12 @@ pub struct BlockScaleParams {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GroupedParams {
-    /// `logic::schedule::grouped::GroupedLayout` as its code: 0 contiguous, 1 masked.
-    pub layout: u32,
     /// Experts: B's batch count.
     pub experts: u32,
-    /// Device address of the i32 row indices (contiguous) or valid-row counts (masked).
-    pub groups: u64,
     /// Masked: rows per expert in A and D; contiguous: 0.
     pub capacity: u32,
-    /// Zero (keeps the 64-bit fields aligned on both sides).
-    pub reserved: u32,
+    /// Device address of the i32 row indices (contiguous) or valid-row counts (masked).
+    pub groups: u64,
     /// Block-scaled FP8: f32 between two experts' A scales (masked; 0 when contiguous, whose A
     /// has one scale matrix). 0 for 16-bit inputs.
     pub a_scales_stride: u64,
@@ -394,7 +390,7 @@ pub mod signatures {
     /// `nvfp4_decode_*(n, codes, scales, global_scale, out)` to output elements `O`.
     pub type Nvfp4Decode<O> = (u64, In<u8>, In<u8>, In<f32>, Out<O>);
     /// The grouped 16-bit GEMMs (`gemm_grouped_*_sm90`): the GEMM body's parameters and the
-    /// experts' layout.
+    /// experts' indices or counts.
     pub type GemmGroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, GroupedParams);
     /// The grouped block-scaled FP8 GEMMs (`gemm_fp8_grouped_*_sm90`).
     pub type GemmFp8GroupedSm90 =
@@ -474,11 +470,17 @@ pub mod entries {
     /// Block-scaled FP8 GEMM: e4m3 A (per-token 1 × 128 scales) times e4m3 Bᵀ (128 × 128 block
     /// scales), promoted into f32 every 128 K, bf16 output.
     pub const GEMM_FP8_BLOCKSCALED_BF16: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_sm90");
-    /// Grouped (mixture-of-experts) GEMM, bf16 in and out, both layouts (`GroupedParams`):
+    /// Grouped (mixture-of-experts) GEMM, bf16 in and out, contiguous layout (`GroupedParams`):
     /// the 16-bit body on 128 × 256 tiles, tiles without rows skipped.
-    pub const GEMM_GROUPED_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_bf16_sm90");
-    /// Grouped block-scaled FP8 GEMM, bf16 output, both layouts: the FP8 body on 128 × 128 tiles.
-    pub const GEMM_FP8_GROUPED_BF16: Entry<GemmFp8GroupedSm90> = Entry::new("gemm_fp8_grouped_bf16_sm90");
+    pub const GEMM_GROUPED_CONTIGUOUS_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_contiguous_bf16_sm90");
+    /// Grouped bf16 GEMM, masked layout.
+    pub const GEMM_GROUPED_MASKED_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_masked_bf16_sm90");
+    /// Grouped block-scaled FP8 GEMM, bf16 output, contiguous layout: the FP8 body on 128 × 128
+    /// tiles.
+    pub const GEMM_FP8_GROUPED_CONTIGUOUS_BF16: Entry<GemmFp8GroupedSm90> =
+        Entry::new("gemm_fp8_grouped_contiguous_bf16_sm90");
+    /// Grouped block-scaled FP8 GEMM, masked layout.
+    pub const GEMM_FP8_GROUPED_MASKED_BF16: Entry<GemmFp8GroupedSm90> = Entry::new("gemm_fp8_grouped_masked_bf16_sm90");
     /// Decode GEMM (≤ 8 rows) without tensor cores, bf16 inputs, bf16 output.
     pub const GEMM_SKINNY_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_bf16_sm90");
     /// bf16 inputs, f16 output.

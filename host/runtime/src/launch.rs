@@ -200,7 +200,7 @@ unsafe impl KernelParam for warpforge_abi::TilePlan {}
 // SAFETY: #[repr(C)] struct of two device addresses and two u32 (24 bytes); the launcher that
 // fills it vouches for the addresses.
 unsafe impl KernelParam for warpforge_abi::BlockScaleParams {}
-// SAFETY: #[repr(C)] struct of u32 fields, a device address and u64 strides (40 bytes, no
+// SAFETY: #[repr(C)] struct of two u32, a device address and two u64 strides (32 bytes, no
 // padding); the kernel clamps every value it reads through the address (an index or a count) to
 // the tensors, and the launcher vouches for the address and the strides.
 unsafe impl KernelParam for warpforge_abi::GroupedParams {}

@@ -14,7 +14,7 @@
 //! all (`logic::schedule::grouped`); the kernel's roles skip the units without rows together.
 
 use crate::abi::GroupedParams;
-use crate::logic::schedule::grouped::{GroupedLayout, contiguous_expert, masked_tile_has_rows};
+use crate::logic::schedule::grouped::{contiguous_expert, masked_tile_has_rows};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
 
@@ -117,57 +117,52 @@ impl TileScheduler for GroupedStreamK {
     }
 }
 
-/// The units of a grouped GEMM: [`GroupedStreamK`]'s over the tile rows of every expert
-/// (contiguous: one batch of `M_total` rows; masked: a batch of `capacity` rows per expert),
-/// with each unit's expert and whether it has rows read from the device (the row's expert index
-/// or the expert's valid-row count), every value mapped inside the tensors or to a skip.
+/// The units of a grouped GEMM in one layout (`MASKED`, fixed per entry so that neither role
+/// carries the layout, nor, contiguous, A's batch): [`GroupedStreamK`]'s over the tile rows of
+/// every expert (contiguous: one batch of `M_total` rows; masked: a batch of `capacity` rows
+/// per expert), with each unit's expert and whether it has rows read from the device (the
+/// row's expert index or the expert's valid-row count), every value mapped inside the tensors
+/// or to a skip.
 #[derive(Clone, Copy)]
-pub struct ExpertTiles {
+pub struct ExpertTiles<const MASKED: bool> {
     tiles: GroupedStreamK,
     groups: *const i32,
-    layout: GroupedLayout,
     experts: u32,
     capacity: u32,
 }
 
-impl ExpertTiles {
+impl<const MASKED: bool> ExpertTiles<MASKED> {
     /// The grouped units of `tiles` under `params`.
     ///
     /// # Safety
     /// `params.groups` addresses one readable i32 per row of A (contiguous: `tiles`' rows × the
-    /// tile height, a multiple of it) or per expert (masked: `tiles`' batches are the experts,
-    /// `capacity` rows each), for the whole launch.
+    /// tile height, a multiple of it, in one batch) or per expert (masked: `tiles`' batches are
+    /// the experts, `params.capacity` rows each), for the whole launch.
     #[inline(always)]
     pub unsafe fn new(tiles: GroupedStreamK, params: &GroupedParams) -> Self {
-        ExpertTiles {
-            tiles,
-            groups: params.groups as *const i32,
-            layout: GroupedLayout::from_code(params.layout),
-            experts: params.experts,
-            capacity: params.capacity,
-        }
+        ExpertTiles { tiles, groups: params.groups as *const i32, experts: params.experts, capacity: params.capacity }
     }
 }
 
-impl TileScheduler for ExpertTiles {
+impl<const MASKED: bool> TileScheduler for ExpertTiles<MASKED> {
     const SKIPS: bool = true;
+
     #[inline(always)]
     fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
         let mut unit = self.tiles.unit(worker, index)?;
-        match self.layout {
-            GroupedLayout::Contiguous => {
-                // SAFETY: `m0` is a row of A (a tile's first row; A's rows are whole tiles), and
-                // the constructor's contract gives one index per row.
-                let first = unsafe { *self.groups.add(unit.m0 as usize) };
-                match contiguous_expert(first, self.experts) {
-                    Some(expert) => unit.b_batch = expert as i32,
-                    None => unit.skip = true,
-                }
-            }
-            GroupedLayout::Masked => {
-                // SAFETY: the unit's batch is an expert (the tiles' batches are the experts).
-                let count = unsafe { *self.groups.add(unit.batch as usize) };
-                unit.skip = !masked_tile_has_rows(unit.m0 as u32, count, self.capacity);
+        if MASKED {
+            // SAFETY: the unit's batch is an expert (the tiles' batches are the experts).
+            let count = unsafe { *self.groups.add(unit.batch as usize) };
+            unit.skip = !masked_tile_has_rows(unit.m0 as u32, count, self.capacity);
+        } else {
+            // One batch: A's and D's batch coordinate is 0 (a constant for the roles).
+            unit.batch = 0;
+            // SAFETY: `m0` is a row of A (a tile's first row; A's rows are whole tiles), and
+            // the constructor's contract gives one index per row.
+            let first = unsafe { *self.groups.add(unit.m0 as usize) };
+            match contiguous_expert(first, self.experts) {
+                Some(expert) => unit.b_batch = expert as i32,
+                None => unit.skip = true,
             }
         }
         Some(unit)
