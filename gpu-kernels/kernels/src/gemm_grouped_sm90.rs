@@ -10,7 +10,7 @@
 //! Algorithm: the dense bodies unchanged (the 16-bit one, [`crate::gemm_bf16_ws_persistent_sm90`],
 //! on 128 × 256 cooperative tiles; the FP8 one, [`crate::gemm_fp8_blockscaled_sm90`], on
 //! 128 × 128), driven by `parts::schedule::ExpertTiles` (one entry per layout, so neither role
-//! carries it): the host's data-parallel plan over the
+//! carries it): whole tiles round robin (the host's plan is data-parallel) over the
 //! tile rows of all experts stacked along M, each unit told its expert (B's batch coordinate,
 //! and the FP8 scales' expert offset) and whether it has rows; producer and consumers read the
 //! same index or count and pass over a tile without rows together, so tiles of padding and of
@@ -26,7 +26,7 @@ use warpforge_dsl::abi::{BlockScaleParams, GemmParams, GroupedParams, TensorMap,
 use warpforge_dsl::num::Bf16;
 use warpforge_dsl::parts::schedule::ExpertTiles;
 
-use crate::gemm_bf16_ws_persistent_sm90::{dense, wide};
+use crate::gemm_bf16_ws_persistent_sm90::wide;
 use crate::gemm_epilogue::Linear;
 
 /// The grouped entries: name, input, layout (`MASKED`).
@@ -52,7 +52,9 @@ macro_rules! grouped_entries {
         ) {
             // SAFETY: the index or count buffer covers the plan's rows or experts (launcher
             // contract).
-            let experts = |geometry| unsafe { ExpertTiles::<$masked>::new(dense(&plan, geometry), &grouped) };
+            let experts = |geometry| unsafe {
+                ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
+            };
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
                 wide!(Bf16, Linear<Bf16>, false, ExpertTiles<$masked>)(a_map, b_map, d_map, &params, &plan, experts)
@@ -78,7 +80,9 @@ macro_rules! grouped_entries {
             grouped: GroupedParams,
         ) {
             // SAFETY: as above.
-            let experts = |geometry| unsafe { ExpertTiles::<$masked>::new(dense(&plan, geometry), &grouped) };
+            let experts = |geometry| unsafe {
+                ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
+            };
             let strides = (grouped.a_scales_stride, grouped.b_scales_stride);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {

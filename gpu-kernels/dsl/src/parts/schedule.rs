@@ -17,6 +17,7 @@ use crate::abi::GroupedParams;
 use crate::logic::schedule::grouped::{contiguous_expert, masked_tile_has_rows};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
+use crate::thread::grid_dim;
 
 /// One scheduled piece of work: K slices `k_begin..k_end` of the output tile at (`m0`, `n0`)
 /// of `batch`, multiplying by B's batch `b_batch`.
@@ -118,29 +119,42 @@ impl TileScheduler for GroupedStreamK {
 }
 
 /// The units of a grouped GEMM in one layout (`MASKED`, fixed per entry so that neither role
-/// carries the layout, nor, contiguous, A's batch): [`GroupedStreamK`]'s over the tile rows of
-/// every expert (contiguous: one batch of `M_total` rows; masked: a batch of `capacity` rows
-/// per expert), with each unit's expert and whether it has rows read from the device (the
-/// row's expert index or the expert's valid-row count), every value mapped inside the tensors
-/// or to a skip.
+/// carries the layout, nor, contiguous, A's batch): whole tiles round robin over the grid
+/// (data-parallel: worker `w` takes tiles `w`, `w + grid`, …) of `raster`, the tile rows of
+/// every expert stacked along M (contiguous: one batch of `M_total` rows; masked: a batch of
+/// `capacity` rows per expert), each told its expert and whether it has rows from the device
+/// (the row's expert index or the expert's valid-row count), every value mapped inside the
+/// tensors or to a skip. Simpler than [`GroupedStreamK`] on purpose: the producer decodes a
+/// unit within its 40 registers.
 #[derive(Clone, Copy)]
 pub struct ExpertTiles<const MASKED: bool> {
-    tiles: GroupedStreamK,
+    raster: Rasterization,
+    geometry: TileGeometry,
+    k_slices: u32,
     groups: *const i32,
     experts: u32,
     capacity: u32,
 }
 
 impl<const MASKED: bool> ExpertTiles<MASKED> {
-    /// The grouped units of `tiles` under `params`.
+    /// The grouped units of `raster` (one worker per CTA of the grid, `k_slices` K slices per
+    /// tile) under `params`.
     ///
     /// # Safety
-    /// `params.groups` addresses one readable i32 per row of A (contiguous: `tiles`' rows × the
-    /// tile height, a multiple of it, in one batch) or per expert (masked: `tiles`' batches are
-    /// the experts, `params.capacity` rows each), for the whole launch.
+    /// `params.groups` addresses one readable i32 per row of A (contiguous: the raster's rows ×
+    /// the tile height, a multiple of it, in one batch) or per expert (masked: the raster's
+    /// batches of `geometry.raster_rows` rows are the experts, `params.capacity` rows each), for
+    /// the whole launch; `k_slices ≥ 1`; the raster has fewer than `2^32 − gridDim.x` tiles.
     #[inline(always)]
-    pub unsafe fn new(tiles: GroupedStreamK, params: &GroupedParams) -> Self {
-        ExpertTiles { tiles, groups: params.groups as *const i32, experts: params.experts, capacity: params.capacity }
+    pub unsafe fn new(raster: Rasterization, geometry: TileGeometry, k_slices: u32, params: &GroupedParams) -> Self {
+        ExpertTiles {
+            raster,
+            geometry,
+            k_slices,
+            groups: params.groups as *const i32,
+            experts: params.experts,
+            capacity: params.capacity,
+        }
     }
 }
 
@@ -149,9 +163,22 @@ impl<const MASKED: bool> TileScheduler for ExpertTiles<MASKED> {
 
     #[inline(always)]
     fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
-        let mut unit = self.tiles.unit(worker, index)?;
+        let tile = self.raster.coord(worker + index * grid_dim().x)?;
+        let g = self.geometry;
+        let mut unit = TileUnit {
+            batch: (tile.m / g.raster_rows) as i32,
+            b_batch: 0,
+            skip: false,
+            m0: ((tile.m % g.raster_rows) * g.block_m) as i32,
+            n0: (tile.n * g.block_n) as i32,
+            k_begin: 0,
+            k_end: self.k_slices,
+            role: UnitRole::Whole,
+            contributors: (worker, worker),
+        };
         if MASKED {
-            // SAFETY: the unit's batch is an expert (the tiles' batches are the experts).
+            unit.b_batch = unit.batch;
+            // SAFETY: the unit's batch is an expert (the raster's batches are the experts).
             let count = unsafe { *self.groups.add(unit.batch as usize) };
             unit.skip = !masked_tile_has_rows(unit.m0 as u32, count, self.capacity);
         } else {
