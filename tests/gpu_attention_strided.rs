@@ -299,3 +299,32 @@ fn check_varlen<T: AttentionElement + Element>(
     }
     compare(&format!("{p:?} {strides:?}"), &views.o, d, (&o, &lse), (&s.o, &s_lse));
 }
+
+/// The buffer rules the strides add, refused before any launch (O keeps its poison): a view
+/// shorter than its strides' span, a fused K view off 16 bytes, an O view that does not span its
+/// padded rows, and bad strides.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn attention_strided_refuses_short_and_misaligned_views() {
+    let (device, wf) = gpu();
+    let stream = device.stream();
+    let p = AttentionProblem::new(2, 2, 1, 64, 64, 64);
+    let fused = AttentionStrides::fused_qkv(&p);
+    let s = p.check_strides(&fused).unwrap();
+    let qkv = stream.clone_htod(&vec![bf16::ONE; 2 * 64 * 4 * 64]).unwrap();
+    let (q, k, v) = (qkv.slice(0..), qkv.slice(2 * 64..), qkv.slice(3 * 64..));
+    let mut o = stream.clone_htod(&vec![bf16::NAN; s.o]).unwrap();
+    let refuse = |what: &str, result: warpforge::Result<()>, message: &str| match result {
+        Err(warpforge::Error::InvalidArgument(m)) => assert!(m.contains(message), "{what}: {m:?} lacks {message:?}"),
+        other => panic!("{what}: expected InvalidArgument, got {other:?}"),
+    };
+    let short_v = qkv.slice(3 * 64..3 * 64 + s.v - 1);
+    refuse("v short", wf.attention_strided(stream, &p, &fused, &q, &k, &short_v, &mut o, None), "v holds");
+    let odd_k = qkv.slice(2 * 64 + 4..);
+    refuse("k off 16 B", wf.attention_strided(stream, &p, &fused, &q, &odd_k, &v, &mut o, None), "16-byte aligned");
+    let padded = AttentionStrides { o: padded_o(&p), ..fused };
+    refuse("o short", wf.attention_strided(stream, &p, &padded, &q, &k, &v, &mut o, None), "o holds");
+    let odd = AttentionStrides { o: TensorStrides { head: 65, ..fused.o }, ..fused };
+    refuse("o odd", wf.attention_strided(stream, &p, &odd, &q, &k, &v, &mut o, None), "odd");
+    assert!(stream.clone_dtoh(&o).unwrap().iter().all(|x| x.is_nan()), "a refused call wrote O");
+}
