@@ -481,11 +481,12 @@ impl Warpforge {
         // SAFETY: the maps describe Q, K and V with the checked strides (validated against the
         // buffers' lengths, which hold every element the strides reach: checked above) with the
         // kernel's box and swizzle; O holds every element its even, non-overlapping strides reach
-        // and LSE every row × head (checked), both borrowed mutably for the call; the offsets (variable length) hold `batch + 1` entries each and
-        // the kernel clamps their contents to the rows that exist; the grid is (query tiles of the
-        // longest sequence × group, heads_kv, batch) with 384 threads and the kernel's
-        // shared-memory plan, as its contract asks; the buffers' guards are held until the kernel
-        // is enqueued.
+        // (a stride of a dimension of extent 1 is only ever multiplied by 0) and LSE every row ×
+        // head (checked), both borrowed mutably for the call; the offsets (variable length) hold
+        // `batch + 1` entries each and the kernel clamps their contents to the rows that exist;
+        // the grid is (query tiles of the longest sequence × group, heads_kv, batch) with 384
+        // threads and the kernel's shared-memory plan, as its contract asks; the buffers' guards
+        // are held until the kernel is enqueued.
         unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
     }
 }
