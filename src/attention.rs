@@ -478,15 +478,13 @@ impl Warpforge {
         };
         let keep =
             [Some(q_access), Some(k_access), Some(v_access), Some(o_access), lse_access, cu_q_access, cu_k_access];
-        // SAFETY: the maps describe Q, K and V with the checked strides (validated against the
-        // buffers' lengths, which hold every element the strides reach: checked above) with the
-        // kernel's box and swizzle; O holds every element its even, non-overlapping strides reach
-        // (a stride of a dimension of extent 1 is only ever multiplied by 0) and LSE every row ×
-        // head (checked), both borrowed mutably for the call; the offsets (variable length) hold
-        // `batch + 1` entries each and the kernel clamps their contents to the rows that exist;
-        // the grid is (query tiles of the longest sequence × group, heads_kv, batch) with 384
-        // threads and the kernel's shared-memory plan, as its contract asks; the buffers' guards
-        // are held until the kernel is enqueued.
+        // SAFETY: the maps describe Q, K and V with the checked strides, validated against the
+        // buffers' lengths (each holds every element its strides reach: checked above), with the
+        // kernel's box and swizzle; O spans every element its even, non-overlapping strides reach
+        // (an extent-1 stride is only multiplied by 0) and LSE every row × head, both borrowed
+        // mutably; the offsets hold `batch + 1` entries each and the kernel clamps their contents;
+        // the grid is (query tiles × group, heads_kv, batch) with 384 threads and the kernel's
+        // shared-memory plan, as its contract asks; the guards are held until it is enqueued.
         unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
     }
 }
