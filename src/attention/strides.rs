@@ -9,7 +9,8 @@
 //! rows distinct (no two (sequence, row, head) of O share an element). A dimension of extent 1
 //! is never stepped, so its stride is free. The rules and the spans each buffer must cover are
 //! pure ([`AttentionProblem::check_strides`], [`AttentionVarlenProblem::check_strides`]) and
-//! CPU-tested.
+//! CPU-tested (`tests/problem_checks.rs`; below: every accepted layout gives tensor maps the
+//! driver rules accept).
 
 use warpforge_host::{Error, Result};
 
@@ -303,5 +304,67 @@ impl AttentionVarlenProblem {
             v: Layout::varlen(s.v, p.total_k, p.heads_kv),
             o: Layout::varlen(s.o, p.total_q, p.heads_q),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK};
+    use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
+
+    use super::*;
+
+    /// The maps the launch builds from `layout` pass every driver rule over a buffer of exactly
+    /// the checked span (no GPU: `TensorMapBuilder::validate`).
+    fn maps_validate(layout: &Layout, head_dim: usize, span: usize) {
+        let dims = [head_dim as u64, layout.heads as u64, layout.rows as u64, layout.batches as u64];
+        let map = TensorMapBuilder::<half::bf16>::new(&dims, &[HEAD_CHUNK, 1, BLOCK_M, 1])
+            .global_strides(&layout.tma_strides(head_dim))
+            .swizzle(Swizzle::B128);
+        if let Err(e) = map.validate(256, (span * ELEMENT_BYTES) as u64) {
+            panic!("{layout:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn accepted_layouts_give_valid_tensor_maps() {
+        for (batch, heads_q, heads_kv, seq, d) in [(2, 4, 2, 100, 64), (1, 8, 1, 129, 128), (3, 2, 2, 1, 256)] {
+            let p = AttentionProblem::new(batch, heads_q, heads_kv, seq, seq, d);
+            let padded = TensorStrides { batch: 5 * seq * heads_q * d, seq: heads_q * d + 8, head: d + 8 };
+            for s in [
+                AttentionStrides::packed(&p),
+                AttentionStrides::bhsd(&p),
+                AttentionStrides::fused_qkv(&p),
+                AttentionStrides { q: padded, ..AttentionStrides::bhsd(&p) },
+            ] {
+                let spans = p.check_strides(&s).unwrap();
+                let l = p.layouts(&s);
+                maps_validate(&l.q, d, spans.q);
+                maps_validate(&l.k, d, spans.k);
+                maps_validate(&l.v, d, spans.v);
+            }
+            let v = AttentionVarlenProblem::new(batch, heads_q, heads_kv, 300, 300, 200, 200, d);
+            for s in [AttentionVarlenStrides::packed(&v), AttentionVarlenStrides::fused_qkv(&v)] {
+                let spans = v.check_strides(&s).unwrap();
+                let l = v.layouts(&s);
+                maps_validate(&l.q, d, spans.q);
+                maps_validate(&l.k, d, spans.k);
+            }
+        }
+    }
+
+    /// A packed tensor's map strides are the packed ones; a dimension of extent 1 (one sequence,
+    /// or a variable-length batch's single slice) gets the span below it, 16-byte rounded.
+    #[test]
+    fn map_strides_of_packed_and_single_sequence_tensors() {
+        let p = AttentionProblem::new(2, 4, 2, 100, 100, 64);
+        let l = p.layouts(&AttentionStrides::packed(&p));
+        assert_eq!(l.q.tma_strides(64), [128, 4 * 128, 100 * 4 * 128]);
+        let one = AttentionProblem::new(1, 4, 2, 100, 100, 64);
+        let l = one.layouts(&AttentionStrides::packed(&one));
+        assert_eq!(l.k.tma_strides(64), [128, 2 * 128, 100 * 2 * 128]);
+        let v = AttentionVarlenProblem::new(3, 4, 2, 300, 300, 200, 200, 64);
+        let l = v.layouts(&AttentionVarlenStrides::packed(&v));
+        assert_eq!(l.q.tma_strides(64), [128, 4 * 128, 300 * 4 * 128]);
     }
 }
