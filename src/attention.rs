@@ -316,11 +316,10 @@ impl Warpforge {
         lse: Option<&mut dyn DevicePtrMut<f32>>,
     ) -> Result<()> {
         self.check_sm90("attention")?;
-        let e = problem.check()?;
         let spans = problem.check_strides(strides)?;
         let shape = problem.shape(problem.batch * problem.seq_q, problem.batch * problem.seq_k);
         let layouts = problem.layouts(strides);
-        self.launch_attention(stream, &shape, &e, (&layouts, &spans), (q, k, v), o, lse, None)
+        self.launch_attention(stream, &shape, (&layouts, &spans), (q, k, v), o, lse, None)
     }
 
     /// As [`Warpforge::attention`] for a variable-length batch ([`AttentionVarlenProblem`]):
@@ -362,7 +361,6 @@ impl Warpforge {
         lse: Option<&mut dyn DevicePtrMut<f32>>,
     ) -> Result<()> {
         self.check_sm90("attention_varlen")?;
-        let e = problem.check()?;
         let spans = problem.check_strides(strides)?;
         for (name, offsets) in [("cu_seqlens_q", cu_seqlens_q.len()), ("cu_seqlens_k", cu_seqlens_k.len())] {
             check(offsets > problem.batch, || {
@@ -371,7 +369,7 @@ impl Warpforge {
         }
         let offsets: (&dyn DevicePtr<u32>, &dyn DevicePtr<u32>) = (cu_seqlens_q, cu_seqlens_k);
         let layouts = problem.layouts(strides);
-        self.launch_attention(stream, &problem.shape(), &e, (&layouts, &spans), (q, k, v), o, lse, Some(offsets))
+        self.launch_attention(stream, &problem.shape(), (&layouts, &spans), (q, k, v), o, lse, Some(offsets))
     }
 
     /// Checks the buffers against `spans` (lengths, alignment, context), builds the maps from
@@ -382,7 +380,6 @@ impl Warpforge {
         &self,
         stream: &Arc<CudaStream>,
         shape: &Shape,
-        e: &AttentionExtents,
         (layouts, spans): (&Layouts, &AttentionSpans),
         (q, k, v): (&impl DevicePtr<T>, &impl DevicePtr<T>, &impl DevicePtr<T>),
         o: &mut impl DevicePtrMut<T>,
@@ -453,6 +450,8 @@ impl Warpforge {
             None => ((0, None), (0, None)),
         };
         let tiles = p.seq_q.div_ceil(BLOCK_M as usize) as u32;
+        // Checked: heads_kv ≥ 1 divides heads_q.
+        let group = p.heads_q / p.heads_kv;
         let params = AttentionParams {
             o: o_ptr,
             lse: lse_ptr,
@@ -465,13 +464,13 @@ impl Warpforge {
             seq_k: p.seq_k as u32,
             total_q: p.rows_q as u32,
             heads_q: p.heads_q as u32,
-            group: e.group as u32,
+            group: group as u32,
             scale_log2: p.softmax_scale * std::f32::consts::LOG2_E,
             causal: p.causal as u32,
             q_tiles: tiles,
         };
         let config = LaunchConfig {
-            grid: [tiles * e.group as u32, p.heads_kv as u32, p.batch as u32],
+            grid: [tiles * group as u32, p.heads_kv as u32, p.batch as u32],
             block: [THREADS, 1, 1],
             dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
             cluster: None,
