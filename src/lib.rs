@@ -40,7 +40,10 @@ mod sealed;
 pub mod swiglu;
 mod warpforge;
 
-pub use attention::{AttentionElement, AttentionExtents, AttentionProblem, AttentionVarlenProblem};
+pub use attention::{
+    AttentionElement, AttentionExtents, AttentionProblem, AttentionSpans, AttentionStrides, AttentionVarlenProblem,
+    AttentionVarlenStrides, RowStrides, TensorStrides,
+};
 pub use gemm::{
     COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, KSplit, Layout,
     PlanSource, PlanTable, TileWidth,

@@ -1,3 +1,6 @@
+//! CPU tests of the grouped GEMMs' rules: both layouts' extents and refusals, the routing
+//! helpers, the index checks and the data-parallel plan.
+
 use super::*;
 
 fn refused(result: Result<GroupedExtents>, words: &str) {

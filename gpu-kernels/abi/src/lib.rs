@@ -243,24 +243,33 @@ pub mod attention_sm90 {
 
 /// Parameters of the attention forward kernels besides the Q, K, V tensor maps.
 ///
-/// Q, K, V and O are packed `[rows, heads, head_dim]` with `rows` the batch's sequences back
-/// to back (`[batch, seq, heads, head_dim]`, or a variable-length batch with cumulative
-/// offsets). The maps are 3-D over (head_dim, heads, rows). The grid is (query tiles of
+/// Q, K, V and O are strided 4-D tensors (head_dim, heads, rows, sequences), head_dim
+/// contiguous: the maps are 4-D over those dimensions with the caller's strides, O is addressed
+/// with the strides below. At fixed length the sequence coordinate is the batch index and rows
+/// count within a sequence; at variable length there is one sequence slice holding every row,
+/// and the cumulative offsets say where each sequence starts. The grid is (query tiles of
 /// `BLOCK_M` rows × `group`, `heads_q / group`, batch), the group's query heads fastest.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionParams {
-    /// Device address of O (`[rows_q, heads_q, head_dim]`, the element type of Q).
+    /// Device address of O (the element type of Q), element `(sequence, row, head, column)` at
+    /// `sequence · o_batch_stride + row · o_row_stride + head · o_head_stride + column`.
     pub o: u64,
     /// Device address of the f32 log-sum-exp output (natural log; `-inf` for a row that sees no
     /// key), or 0: `[batch, heads_q, seq_q]`, or `[heads_q, total_q]` with variable lengths.
     pub lse: u64,
     /// Device address of `batch + 1` u32 cumulative query offsets, or 0 (fixed length:
-    /// sequence `b` starts at row `b · seq_q`). The kernel clamps each sequence to the rows
+    /// sequence `b` is the tensors' sequence slice `b`, from its row 0). The kernel clamps each sequence to the rows
     /// below `total_q` and to `seq_q` / `seq_k` queries / keys.
     pub cu_seqlens_q: u64,
     /// As `cu_seqlens_q`, for keys and values.
     pub cu_seqlens_k: u64,
+    /// Elements of O between sequences (fixed length; unused at variable length).
+    pub o_batch_stride: u64,
+    /// Elements of O between rows; even (O is stored in 4-byte pairs).
+    pub o_row_stride: u64,
+    /// Elements of O between heads; even.
+    pub o_head_stride: u64,
     /// Queries per sequence (fixed length) or the longest (variable length).
     pub seq_q: u32,
     /// Keys per sequence (fixed length).
@@ -714,7 +723,7 @@ pub struct GemmParams {
     pub flags: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<AttentionParams>() == 4 * 8 + 8 * 4, "AttentionParams has no padding");
+const _: () = assert!(core::mem::size_of::<AttentionParams>() == 7 * 8 + 8 * 4, "AttentionParams has no padding");
 const _: () = assert!(
     core::mem::size_of::<GemmParams>() <= 128
         && core::mem::size_of::<TilePlan>() <= 128

@@ -32,11 +32,14 @@
 //!   releases every ring stage once after its wait for the wgmmas reading it (the ring counts
 //!   256 arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
 //!
-//! Layout: Q, K, V, O packed `[rows, heads, head_dim]`, each sequence's rows contiguous
-//! (`[batch, seq, heads, head_dim]`, or variable length with cumulative offsets); the tensor
-//! maps are 3-D (head_dim, heads, rows) with boxes of 64 columns × 1 head × 128 rows (Q) and
-//! × `block_n(d)` rows (K, V) under 128-byte swizzle. A K box may run past its sequence into the next one's rows
-//! (or past the tensor: zero fill); those keys are masked, so their P is 0.
+//! Layout: Q, K, V and O are strided (head_dim, heads, rows, sequences) tensors, head_dim
+//! contiguous (packed `[batch, seq, heads, head_dim]`, torch's `[batch, heads, seq, head_dim]`,
+//! views of a fused QKV projection, or variable length: one sequence slice of all the rows and
+//! cumulative offsets); the tensor maps are 4-D with the caller's strides and boxes of 64
+//! columns × 1 head × 128 rows (Q) or × `block_n(d)` rows (K, V) × 1 sequence under 128-byte
+//! swizzle, and O is stored through `AttentionParams`' strides. A K box may run past its
+//! sequence (zero fill at fixed length; the next sequence's rows or zero fill at variable
+//! length); those keys are masked, so their P is 0.
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and a ring of (K, V) stages of
 //! `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 at d = 128 (224 KiB), 2
@@ -72,7 +75,7 @@ use warpforge_dsl::warpgroup::acc::{
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
 
-use crate::attention_sm90_parts::{Operands, Q_ROWS, Rows, sequence, store_rows};
+use crate::attention_sm90_parts::{Operands, Q_ROWS, Rows, sequence, slice, store_rows};
 
 const _: () = assert!(BLOCK_M == CONSUMERS * WGMMA_M, "each consumer warpgroup owns one wgmma M of queries");
 /// Head-dimension columns of a box.
@@ -99,10 +102,11 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// from `abi::attention_sm90` for `D`).
 ///
 /// # Safety
-/// The maps describe Q, K and V as 3-D (head_dim, heads, rows) tensors of `T` under 128-byte
-/// swizzle with box 64 × 1 × 128 (Q) and 64 × 1 × `BN` (K and V, with the key/value heads);
-/// `p` as documented on [`AttentionParams`], its O (and LSE) buffers holding every row of
-/// every sequence; grid (`q_tiles · group`, heads_kv, batch), 384 threads,
+/// The maps describe Q, K and V as 4-D (head_dim, heads, rows, sequences) tensors of `T`
+/// under 128-byte swizzle with box 64 × 1 × 128 × 1 (Q) and 64 × 1 × `BN` × 1 (K and V, with
+/// the key/value heads; one sequence slice of every row at variable length); `p` as documented
+/// on [`AttentionParams`], its O (and LSE) buffers holding every element its strides reach for
+/// every row of every sequence; grid (`q_tiles · group`, heads_kv, batch), 384 threads,
 /// `attention_sm90::smem_plan(D)` launch bytes.
 #[inline(always)]
 unsafe fn attention<
@@ -183,14 +187,15 @@ unsafe fn attention<
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
         // SAFETY: all 32 lanes of warp 0 call it together.
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
-            let kv_head = kv_head as i32;
+            let (kv_head, seq_slice) = (kv_head as i32, slice(p, batch) as i32);
             let q_row = (seq.q_base + m0) as i32;
             // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded next.
             unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
             for c in 0..DC as u32 {
+                let x = c as i32 * CHUNK as i32;
                 // SAFETY: Q's map has this box (contract); nothing reads the tile before the
                 // barrier completes.
-                unsafe { tma::load_3d(&q_tile.stage(c), q_map, c as i32 * CHUNK as i32, head as i32, q_row, &q_full) };
+                unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, head as i32, q_row, seq_slice, &q_full) };
             }
             let load = |stage: u32, block: u32, full: &Mbarrier| {
                 let key_row = (seq.k_base + block * block_n) as i32;
@@ -199,8 +204,8 @@ unsafe fn attention<
                     // SAFETY: the maps' boxes are the chunk (contract); the slot was acquired
                     // free by `produce`.
                     unsafe {
-                        tma::load_3d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, full);
-                        tma::load_3d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, full);
+                        tma::load_4d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, seq_slice, full);
+                        tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
                     }
                 }
             };
@@ -310,7 +315,7 @@ unsafe fn attention<
 
     // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.
     // SAFETY: the whole warpgroup, after the last wait; the buffers as the contract says.
-    unsafe { store_rows::<T, O, D>(o, &softmax, p, seq, (batch, head, q0)) };
+    unsafe { store_rows::<T, O>(o, &softmax, p, seq, (batch, head, q0)) };
 }
 
 /// `#[kernel]` entries over [`attention`]: name, element, head dimension, scores accumulator

@@ -27,12 +27,19 @@ pub(crate) const Q_ROWS: usize = BLOCK_M as usize;
 #[inline(always)]
 pub(crate) unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
     if p.cu_seqlens_q == 0 {
-        return Sequence::fixed(batch, p.seq_q, p.seq_k);
+        return Sequence::fixed(p.seq_q, p.seq_k);
     }
     let (cu_q, cu_k, b) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32, batch as usize);
     // SAFETY: `batch + 1` is inside both offset arrays (contract).
     let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
     Sequence::from_offsets(q0, q1, k0, k1, p.seq_q, p.seq_k, p.total_q)
+}
+
+/// The tensors' sequence coordinate of sequence `batch`: itself at fixed length, 0 at variable
+/// length (one slice holds every row; the offsets place the sequences in it).
+#[inline(always)]
+pub(crate) fn slice(p: &AttentionParams, batch: u32) -> u32 {
+    if p.cu_seqlens_q == 0 { batch } else { 0 }
 }
 
 /// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings of `BN`-key
@@ -110,7 +117,7 @@ impl Rows {
 /// The whole warpgroup (quad shuffles), after the wait covering every wgmma writing `o`; `p`'s
 /// O (and LSE) buffers hold every row of the sequence (the kernel's contract).
 #[inline(always)]
-pub(crate) unsafe fn store_rows<T: Output, O: Accumulator<Elem = f32>, const D: usize>(
+pub(crate) unsafe fn store_rows<T: Output, O: Accumulator<Elem = f32>>(
     mut o: O,
     softmax: &OnlineSoftmax,
     p: &AttentionParams,
@@ -122,7 +129,7 @@ pub(crate) unsafe fn store_rows<T: Output, O: Accumulator<Elem = f32>, const D: 
     let sum = unsafe { softmax.total() };
     let max = softmax.max;
     rows::scale_rows(&mut o, sum.map(|l| if l > 0.0 { math::rcp(l) } else { 0.0 }));
-    let row_elems = p.heads_q as u64 * D as u64;
+    let o_head = slice(p, batch) as u64 * p.o_batch_stride + head as u64 * p.o_head_stride;
     let o_base = p.o as *mut u32;
     let mut low = 0.0;
     o.for_each(|i, v| {
@@ -134,9 +141,9 @@ pub(crate) unsafe fn store_rows<T: Output, O: Accumulator<Elem = f32>, const D: 
         let (r, c) = acc_coord(t, i as u32 - 1);
         let q = q0 + r;
         if q < seq.q_len {
-            let element = (seq.q_base + q) as u64 * row_elems + head as u64 * D as u64 + c as u64;
-            // SAFETY: a row of this sequence inside O (contract); `c` is even, so the pair is
-            // 4-byte aligned.
+            let element = o_head + (seq.q_base + q) as u64 * p.o_row_stride + c as u64;
+            // SAFETY: a row of this sequence inside O (contract); `c` and the strides are even,
+            // so the pair is 4-byte aligned.
             unsafe { *o_base.add((element / 2) as usize) = T::staged_pair(low, v) };
         }
     });

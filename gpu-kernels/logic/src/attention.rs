@@ -47,8 +47,8 @@ pub const fn block_needs_mask(block: u32, block_n: u32, q0: u32, q_len: u32, k_l
     last_key >= k_len as u64 || (causal && last_key + q_len as u64 > q0 as u64 + k_len as u64)
 }
 
-/// Where one sequence's rows lie in the packed `[rows, heads, head_dim]` tensors, and how many
-/// there are.
+/// Where one sequence's rows lie in its sequence slice of the (head_dim, heads, rows,
+/// sequences) tensors, and how many there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sequence {
     /// First row of its queries (in Q and O).
@@ -62,9 +62,10 @@ pub struct Sequence {
 }
 
 impl Sequence {
-    /// Sequence `batch` of a fixed-length batch.
-    pub const fn fixed(batch: u32, seq_q: u32, seq_k: u32) -> Self {
-        Sequence { q_base: batch * seq_q, q_len: seq_q, k_base: batch * seq_k, k_len: seq_k }
+    /// A sequence of a fixed-length batch: its rows start at 0 of its own sequence slice of the
+    /// tensors (the kernel selects the slice by the batch index).
+    pub const fn fixed(seq_q: u32, seq_k: u32) -> Self {
+        Sequence { q_base: 0, q_len: seq_q, k_base: 0, k_len: seq_k }
     }
 
     /// The sequence between cumulative offsets `q0..q1` (queries) and `k0..k1` (keys). The
