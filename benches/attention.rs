@@ -24,8 +24,8 @@ const ROUND_SECONDS: f64 = 0.02;
 /// (name, batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal).
 type Shape = (&'static str, usize, usize, usize, usize, usize, usize, bool);
 
-/// Prefill, GQA and chunked-prefill shapes.
-const SHAPES: [Shape; 14] = [
+/// Prefill (head dimensions 64, 128 and 256), GQA and chunked-prefill shapes.
+const SHAPES: [Shape; 17] = [
     ("prefill_d128_s1k", 16, 16, 16, 1024, 1024, 128, false),
     ("prefill_d128_s2k", 8, 16, 16, 2048, 2048, 128, false),
     ("prefill_d128_s4k", 4, 16, 16, 4096, 4096, 128, false),
@@ -36,6 +36,9 @@ const SHAPES: [Shape; 14] = [
     ("prefill_d64_s2k", 8, 32, 32, 2048, 2048, 64, false),
     ("prefill_d64_s8k", 2, 32, 32, 8192, 8192, 64, false),
     ("prefill_d64_s8k_causal", 2, 32, 32, 8192, 8192, 64, true),
+    ("prefill_d256_s2k", 8, 8, 8, 2048, 2048, 256, false),
+    ("prefill_d256_s8k", 2, 8, 8, 8192, 8192, 256, false),
+    ("prefill_d256_s8k_causal", 2, 8, 8, 8192, 8192, 256, true),
     ("llama3_8b_gqa_s4k", 4, 32, 8, 4096, 4096, 128, false),
     ("llama3_8b_gqa_s4k_causal", 4, 32, 8, 4096, 4096, 128, true),
     ("llama3_70b_gqa_s8k_causal", 1, 64, 8, 8192, 8192, 128, true),
@@ -48,7 +51,7 @@ pub fn main() -> Result<()> {
     let stream = &bench.stream;
     println!("{:32} {:>9} {:>9} {:>8}", "shape", "ms", "TFLOP/s", "SM MHz");
     for &(name, batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in
-        SHAPES.iter().take(if quick { 3 } else { 14 })
+        SHAPES.iter().take(if quick { 3 } else { SHAPES.len() })
     {
         let mut p = AttentionProblem::new(batch, heads_q, heads_kv, seq_q, seq_k, head_dim);
         p.causal = causal;

@@ -65,6 +65,8 @@ class FfiAttention(ctypes.Structure):
         ("causal", ctypes.c_uint32),
         ("dtype", ctypes.c_uint32),
         ("softmax_scale", ctypes.c_float),
+        # (batch, seq, head) element strides of Q, K, V, O; all zero (the default): packed.
+        ("strides", ctypes.c_uint64 * 12),
     ]
 
 

@@ -8,7 +8,8 @@
 //! shapes, with each variant forced), `gemm_swiglu` (fused gate-up + SwiGLU against cuBLAS plus
 //! the unfused epilogue), `gemm_sweep` (the 352-shape sweep of model projections and random shapes),
 //! `gemm_fp8` (the block-scaled FP8 GEMM against cuBLASLt's blockwise and per-tensor FP8 GEMMs on
-//! the DeepSeek-V3 projections), `quant` (the FP8/FP4 quantisation kernels against the copy
+//! the DeepSeek-V3 projections), `gemm_grouped` (the grouped MoE GEMMs against the per-expert
+//! loop), `quant` (the FP8/FP4 quantisation kernels against the copy
 //! bandwidth), `attention` (the attention forward; its vendor side is
 //! `benches/attention_vendor.py`).
 
@@ -16,6 +17,7 @@ mod attention;
 mod common;
 mod gemm_bf16;
 mod gemm_fp8;
+mod gemm_grouped;
 mod gemm_sweep;
 mod gemm_swiglu;
 mod quant;
@@ -24,11 +26,12 @@ mod quant;
 type Run = fn() -> common::Result<()>;
 
 /// The benches by name, in the order a run without a name takes them.
-const BENCHES: [(&str, Run); 6] = [
+const BENCHES: [(&str, Run); 7] = [
     ("gemm_bf16", gemm_bf16::main),
     ("gemm_swiglu", gemm_swiglu::main),
     ("gemm_sweep", gemm_sweep::main),
     ("gemm_fp8", gemm_fp8::main),
+    ("gemm_grouped", gemm_grouped::main),
     ("quant", quant::main),
     ("attention", attention::main),
 ];

@@ -12,13 +12,25 @@
 //! Variable-length batches (sequences of different lengths back to back, with cumulative
 //! offsets) go through [`Warpforge::attention_varlen`] and [`AttentionVarlenProblem`].
 //!
+//! Strided layouts ([`Warpforge::attention_strided`], [`Warpforge::attention_varlen_strided`]):
+//! each of Q, K, V and O given by its element strides ([`AttentionStrides`], `strides.rs`), e.g.
+//! torch SDPA's `[batch, heads, seq, head_dim]` or views of a fused QKV projection; the packed
+//! entry points are their packed case.
+//!
 //! The kernel is `gpu-kernels/kernels/src/attention_sm90.rs`; the problems' `check` hold every
 //! shape rule and are pure (CPU-tested).
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
-use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, smem_plan};
+use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, block_n, smem_plan};
+
+/// The head dimensions the host launches: the kernel table's (`HEAD_DIMS`) but d = 256, whose
+/// entries hung on the H200 when first run (2026-12-02) and are refused until fixed.
+pub const SERVED_HEAD_DIMS: [usize; 2] = [64, 128];
+/// The kernel table's head dimension held back from [`SERVED_HEAD_DIMS`].
+const HELD_BACK_HEAD_DIM: usize = 256;
+const _: () = assert!(HEAD_DIMS.len() == SERVED_HEAD_DIMS.len() + 1, "every other table entry is served");
 use warpforge_abi::signatures::AttentionSm90;
 use warpforge_abi::{AttentionParams, Entry, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
@@ -26,6 +38,11 @@ use warpforge_host::{Error, LaunchConfig, Result};
 
 use crate::Warpforge;
 use crate::gemm::{GemmInput, check};
+
+mod strides;
+
+use strides::Layouts;
+pub use strides::{AttentionSpans, AttentionStrides, AttentionVarlenStrides, RowStrides, TensorStrides};
 
 /// Largest grid y and z extent (key/value heads, batch).
 const MAX_GRID_YZ: usize = 65_535;
@@ -36,14 +53,16 @@ const TMA_ALIGN: u64 = 16;
 
 /// Element types of the attention kernels: bf16 and f16 (sealed through [`GemmInput`]).
 pub trait AttentionElement: GemmInput {
-    /// The entries for head dimensions 64 and 128.
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; 2];
+    /// The entries for the head dimensions of `HEAD_DIMS` (64, 128, 256), in that order.
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()];
 }
 impl AttentionElement for half::bf16 {
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; 2] = [entries::ATTENTION_BF16_D64, entries::ATTENTION_BF16_D128];
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()] =
+        [entries::ATTENTION_BF16_D64, entries::ATTENTION_BF16_D128, entries::ATTENTION_BF16_D256];
 }
 impl AttentionElement for half::f16 {
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; 2] = [entries::ATTENTION_F16_D64, entries::ATTENTION_F16_D128];
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()] =
+        [entries::ATTENTION_F16_D64, entries::ATTENTION_F16_D128, entries::ATTENTION_F16_D256];
 }
 
 /// One attention forward call (see the module docs for layouts).
@@ -59,7 +78,7 @@ pub struct AttentionProblem {
     pub seq_q: usize,
     /// Keys (and values) per sequence, ≥ 1.
     pub seq_k: usize,
-    /// Head dimension: 64 or 128.
+    /// Head dimension: 64, 128 or 256.
     pub head_dim: usize,
     /// Causal mask, bottom-right aligned.
     pub causal: bool,
@@ -139,7 +158,7 @@ pub struct AttentionVarlenProblem {
     pub max_seq_q: usize,
     /// The longest key sequence, 1..=total_k.
     pub max_seq_k: usize,
-    /// Head dimension: 64 or 128.
+    /// Head dimension: 64, 128 or 256.
     pub head_dim: usize,
     /// Causal mask, bottom-right aligned per sequence.
     pub causal: bool,
@@ -224,8 +243,14 @@ impl Shape {
     /// The rules both problem kinds share, and the buffer extents (checked arithmetic).
     fn extents(&self) -> Result<AttentionExtents> {
         let p = self;
-        check(HEAD_DIMS.iter().any(|&d| d as usize == p.head_dim), || {
-            format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim)
+        check(p.head_dim != HELD_BACK_HEAD_DIM, || {
+            format!(
+                "head_dim {HELD_BACK_HEAD_DIM} is not served yet: its kernel (attention_*_d256_sm90) is \
+                 compile-verified but hung on the H200 in testing (supported: {SERVED_HEAD_DIMS:?})"
+            )
+        })?;
+        check(SERVED_HEAD_DIMS.contains(&p.head_dim), || {
+            format!("head_dim {} is not supported (supported: {SERVED_HEAD_DIMS:?})", p.head_dim)
         })?;
         check(p.heads_q.is_multiple_of(p.heads_kv), || {
             format!("heads_q {} is not a multiple of heads_kv {} (GQA groups)", p.heads_q, p.heads_kv)
@@ -272,7 +297,7 @@ impl Warpforge {
     /// `o = softmax(scale · q·kᵀ [+ causal mask]) · v` for every sequence and query head, and
     /// the row log-sum-exp into `lse` when given (see the module docs for layouts and rules).
     /// Buffers may be longer than the problem needs; q, k and v must start 16-byte aligned and
-    /// o 4-byte aligned.
+    /// o 4-byte aligned. The packed case of [`Warpforge::attention_strided`].
     #[allow(clippy::too_many_arguments)]
     pub fn attention<T: AttentionElement>(
         &self,
@@ -284,16 +309,36 @@ impl Warpforge {
         o: &mut impl DevicePtrMut<T>,
         lse: Option<&mut dyn DevicePtrMut<f32>>,
     ) -> Result<()> {
+        self.attention_strided(stream, problem, &AttentionStrides::packed(problem), q, k, v, o, lse)
+    }
+
+    /// As [`Warpforge::attention`] with Q, K, V and O laid out by `strides` (element strides,
+    /// head_dim contiguous; the rules are [`AttentionProblem::check_strides`]'s). Each buffer
+    /// starts at its tensor's element (0, 0, 0, 0) and holds the span the strides reach; the LSE
+    /// stays packed `[batch, heads_q, seq_q]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_strided<T: AttentionElement>(
+        &self,
+        stream: &Arc<CudaStream>,
+        problem: &AttentionProblem,
+        strides: &AttentionStrides,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        o: &mut impl DevicePtrMut<T>,
+        lse: Option<&mut dyn DevicePtrMut<f32>>,
+    ) -> Result<()> {
         self.check_sm90("attention")?;
-        let e = problem.check()?;
+        let spans = problem.check_strides(strides)?;
         let shape = problem.shape(problem.batch * problem.seq_q, problem.batch * problem.seq_k);
-        self.launch_attention(stream, &shape, &e, (q, k, v), o, lse, None)
+        let layouts = problem.layouts(strides);
+        self.launch_attention(stream, &shape, (&layouts, &spans), (q, k, v), o, lse, None)
     }
 
     /// As [`Warpforge::attention`] for a variable-length batch ([`AttentionVarlenProblem`]):
     /// `cu_seqlens_q` and `cu_seqlens_k` hold `batch + 1` u32 offsets each (contents are the
     /// caller's; see the problem's docs for what bad offsets do); the LSE is
-    /// `[heads_q, total_q]`.
+    /// `[heads_q, total_q]`. The packed case of [`Warpforge::attention_varlen_strided`].
     #[allow(clippy::too_many_arguments)]
     pub fn attention_varlen<T: AttentionElement>(
         &self,
@@ -307,25 +352,48 @@ impl Warpforge {
         o: &mut impl DevicePtrMut<T>,
         lse: Option<&mut dyn DevicePtrMut<f32>>,
     ) -> Result<()> {
+        let strides = AttentionVarlenStrides::packed(problem);
+        self.attention_varlen_strided(stream, problem, &strides, q, k, v, cu_seqlens_q, cu_seqlens_k, o, lse)
+    }
+
+    /// As [`Warpforge::attention_varlen`] with Q, K, V and O laid out by `strides` (row and head
+    /// strides in elements, head_dim contiguous; the rules are
+    /// [`AttentionVarlenProblem::check_strides`]'s); the LSE stays packed `[heads_q, total_q]`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_varlen_strided<T: AttentionElement>(
+        &self,
+        stream: &Arc<CudaStream>,
+        problem: &AttentionVarlenProblem,
+        strides: &AttentionVarlenStrides,
+        q: &impl DevicePtr<T>,
+        k: &impl DevicePtr<T>,
+        v: &impl DevicePtr<T>,
+        cu_seqlens_q: &impl DevicePtr<u32>,
+        cu_seqlens_k: &impl DevicePtr<u32>,
+        o: &mut impl DevicePtrMut<T>,
+        lse: Option<&mut dyn DevicePtrMut<f32>>,
+    ) -> Result<()> {
         self.check_sm90("attention_varlen")?;
-        let e = problem.check()?;
+        let spans = problem.check_strides(strides)?;
         for (name, offsets) in [("cu_seqlens_q", cu_seqlens_q.len()), ("cu_seqlens_k", cu_seqlens_k.len())] {
             check(offsets > problem.batch, || {
                 format!("{name} holds {offsets} offsets, the batch of {} needs {}", problem.batch, problem.batch + 1)
             })?;
         }
         let offsets: (&dyn DevicePtr<u32>, &dyn DevicePtr<u32>) = (cu_seqlens_q, cu_seqlens_k);
-        self.launch_attention(stream, &problem.shape(), &e, (q, k, v), o, lse, Some(offsets))
+        let layouts = problem.layouts(strides);
+        self.launch_attention(stream, &problem.shape(), (&layouts, &spans), (q, k, v), o, lse, Some(offsets))
     }
 
-    /// Checks the buffers against `e` (lengths, alignment, context), builds the maps and
-    /// launches; `offsets` makes the launch variable-length.
+    /// Checks the buffers against `spans` (lengths, alignment, context), builds the maps from
+    /// `layouts` (both from the checked strides) and launches; `offsets` makes the launch
+    /// variable-length.
     #[allow(clippy::too_many_arguments)]
     fn launch_attention<T: AttentionElement>(
         &self,
         stream: &Arc<CudaStream>,
         shape: &Shape,
-        e: &AttentionExtents,
+        (layouts, spans): (&Layouts, &AttentionSpans),
         (q, k, v): (&impl DevicePtr<T>, &impl DevicePtr<T>, &impl DevicePtr<T>),
         o: &mut impl DevicePtrMut<T>,
         lse: Option<&mut dyn DevicePtrMut<f32>>,
@@ -340,20 +408,24 @@ impl Warpforge {
             owners.extend([&**cu_q.stream(), &**cu_k.stream()]);
         }
         self.module().check_context(stream, &owners)?;
-        for (name, len, need) in [("q", q.len(), e.q), ("k", k.len(), e.kv), ("v", v.len(), e.kv), ("o", o.len(), e.q)]
-        {
+        let s = spans;
+        for (name, len, need) in [("q", q.len(), s.q), ("k", k.len(), s.k), ("v", v.len(), s.v), ("o", o.len(), s.o)] {
             check(len >= need, || format!("{name} holds {len} elements, the problem needs {need}"))?;
         }
         if let Some(l) = &lse {
-            check(l.len() >= e.lse, || format!("lse holds {} elements, the problem writes {}", l.len(), e.lse))?;
+            check(l.len() >= s.lse, || format!("lse holds {} elements, the problem writes {}", l.len(), s.lse))?;
         }
 
-        let entry = T::ATTENTION_ENTRIES[if p.head_dim == 64 { 0 } else { 1 }];
-        let kernel = self.entry(entry)?;
-        let map = |heads: usize, rows: usize| {
+        let index = HEAD_DIMS.iter().position(|&d| d as usize == p.head_dim).ok_or_else(|| {
+            Error::InvalidArgument(format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim))
+        })?;
+        let kernel = self.entry(T::ATTENTION_ENTRIES[index])?;
+        let keys = block_n(p.head_dim as u32);
+        let map = |layout: &strides::Layout, box_rows: u32| {
             let d = p.head_dim as u64;
-            TensorMapBuilder::<T>::new(&[d, heads as u64, rows as u64], &[HEAD_CHUNK, 1, BLOCK_M])
-                .global_strides(&[d * 2, heads as u64 * d * 2])
+            let dims = [d, layout.heads as u64, layout.rows as u64, layout.batches as u64];
+            TensorMapBuilder::<T>::new(&dims, &[HEAD_CHUNK, 1, box_rows, 1])
+                .global_strides(&layout.tma_strides(p.head_dim))
                 .swizzle(Swizzle::B128)
         };
         let aligned = |name: &str, addr: u64, align: u64| {
@@ -362,17 +434,17 @@ impl Warpforge {
         let (q_map, q_access) = {
             let (addr, _) = q.device_ptr(stream);
             aligned("q", addr, TMA_ALIGN)?;
-            map(p.heads_q, p.rows_q).encode(q, stream)?
+            map(&layouts.q, BLOCK_M).encode(q, stream)?
         };
         let (k_map, k_access) = {
             let (addr, _) = k.device_ptr(stream);
             aligned("k", addr, TMA_ALIGN)?;
-            map(p.heads_kv, p.rows_k).encode(k, stream)?
+            map(&layouts.k, keys).encode(k, stream)?
         };
         let (v_map, v_access) = {
             let (addr, _) = v.device_ptr(stream);
             aligned("v", addr, TMA_ALIGN)?;
-            map(p.heads_kv, p.rows_k).encode(v, stream)?
+            map(&layouts.v, keys).encode(v, stream)?
         };
         let (o_ptr, o_access) = o.device_ptr_mut(stream);
         aligned("o", o_ptr, 4)?;
@@ -391,36 +463,40 @@ impl Warpforge {
             None => ((0, None), (0, None)),
         };
         let tiles = p.seq_q.div_ceil(BLOCK_M as usize) as u32;
+        // Checked: heads_kv ≥ 1 divides heads_q.
+        let group = p.heads_q / p.heads_kv;
         let params = AttentionParams {
             o: o_ptr,
             lse: lse_ptr,
             cu_seqlens_q: cu_q,
             cu_seqlens_k: cu_k,
+            o_batch_stride: layouts.o.batch as u64,
+            o_row_stride: layouts.o.row as u64,
+            o_head_stride: layouts.o.head as u64,
             seq_q: p.seq_q as u32,
             seq_k: p.seq_k as u32,
             total_q: p.rows_q as u32,
             heads_q: p.heads_q as u32,
-            group: e.group as u32,
+            group: group as u32,
             scale_log2: p.softmax_scale * std::f32::consts::LOG2_E,
             causal: p.causal as u32,
             q_tiles: tiles,
         };
         let config = LaunchConfig {
-            grid: [tiles * e.group as u32, p.heads_kv as u32, p.batch as u32],
+            grid: [tiles * group as u32, p.heads_kv as u32, p.batch as u32],
             block: [THREADS, 1, 1],
             dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
             cluster: None,
         };
         let keep =
             [Some(q_access), Some(k_access), Some(v_access), Some(o_access), lse_access, cu_q_access, cu_k_access];
-        // SAFETY: the maps cover exactly Q, K and V (validated against the buffers' lengths,
-        // which hold the problem's rows: checked above) with the kernel's box and swizzle; O holds
-        // every row × head × head_dim element and LSE every row × head (checked), both borrowed
-        // mutably for the call; the offsets (variable length) hold `batch + 1` entries each and
-        // the kernel clamps their contents to the rows that exist; the grid is (query tiles of the
-        // longest sequence × group, heads_kv, batch) with 384 threads and the kernel's
-        // shared-memory plan, as its contract asks; the buffers' guards are held until the kernel
-        // is enqueued.
+        // SAFETY: the maps describe Q, K and V with the checked strides, validated against the
+        // buffers' lengths (each holds every element its strides reach: checked above), with the
+        // kernel's box and swizzle; O spans every element its even, non-overlapping strides reach
+        // (an extent-1 stride is only multiplied by 0) and LSE every row × head, both borrowed
+        // mutably; the offsets hold `batch + 1` entries each and the kernel clamps their contents;
+        // the grid is (query tiles × group, heads_kv, batch) with 384 threads and the kernel's
+        // shared-memory plan, as its contract asks; the guards are held until it is enqueued.
         unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
     }
 }

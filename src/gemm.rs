@@ -443,16 +443,7 @@ impl Warpforge {
         d: &mut impl DevicePtrMut<O>,
     ) -> Result<()> {
         let out = launch.out;
-        let (m, k, batch) = (a_k_major.rows, a_k_major.k, a_k_major.batch);
-        let plan = self.plan_sm90(launch.entry, launch.variant, m, launch.tile_cols, k, batch)?;
-        let a_map = a_k_major.map(launch.variant.a_box_rows())?;
-        let b_map = b_k_major.map(launch.variant.b_box_rows())?;
-        let kernel = self.entry(launch.entry)?;
-        let cluster = launch.variant.pairs.then_some(PAIR);
-        let mut stream_k_cache = self.stream_k_cache().lock()?;
-        let ((workspace, workspace_access), (flags, flags_access)) =
-            stream_k_cache.launch_ptrs(stream, plan.schedule, plan.grid)?;
-
+        let (m, batch) = (a_k_major.rows, a_k_major.batch);
         let d_len = d.len();
         let (d_ptr, d_access) = d.device_ptr_mut(stream);
         // D through TMA stores when its type and pitch allow; direct stores otherwise.
@@ -503,20 +494,59 @@ impl Warpforge {
             beta: math.beta,
             activation: math.activation as u32,
             d_tma: d_tma as u32,
-            workspace,
-            flags,
+            workspace: 0,
+            flags: 0,
         };
-        // D's and the stream-K buffers' guards drop after the kernel is enqueued.
-        let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
+        // SAFETY: the D map is used only when `d_tma` is set and covers exactly D; the caller
+        // checked D, C and bias against the problem and holds their borrows (D's guard travels
+        // with the launch).
+        unsafe { self.launch_sm90_body(stream, launch, a_k_major, b_k_major, d_map, params, [d_access]) }
+    }
+
+    /// Launches the sm_90 GEMM body of `launch` over the two K-major operands with the
+    /// epilogue's parameters `params` and D's map `d_map` (read when `params.d_tma` is set); the
+    /// launch fills in the stream-K workspace and flags. `keep`'s guards drop after the kernel is
+    /// enqueued.
+    ///
+    /// # Safety
+    /// `params` (its D, C, bias, pitches and extents) and `d_map` describe memory the epilogue
+    /// of `launch.entry` may read and write for this launch, alive until the kernel completes
+    /// (stream-ordered), with `params.m` the rows of A.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn launch_sm90_body<'g, I: GemmInput>(
+        &self,
+        stream: &Arc<CudaStream>,
+        launch: &Sm90Launch,
+        a_k_major: &KMajor<'_, I>,
+        b_k_major: &KMajor<'_, I>,
+        d_map: warpforge_abi::TensorMap,
+        params: GemmParams,
+        keep: impl IntoIterator<Item = SyncOnDrop<'g>>,
+    ) -> Result<()> {
+        let (m, k, batch) = (a_k_major.rows, a_k_major.k, a_k_major.batch);
+        let plan = self.plan_sm90(launch.entry, launch.variant, m, launch.tile_cols, k, batch)?;
+        let a_map = a_k_major.map(launch.variant.a_box_rows())?;
+        let b_map = b_k_major.map(launch.variant.b_box_rows())?;
+        let kernel = self.entry(launch.entry)?;
+        let cluster = launch.variant.pairs.then_some(PAIR);
+        let mut stream_k_cache = self.stream_k_cache().lock()?;
+        let ((workspace, workspace_access), (flags, flags_access)) =
+            stream_k_cache.launch_ptrs(stream, plan.schedule, plan.grid)?;
+        let params = GemmParams { workspace, flags, ..params };
+        // The caller's and the stream-K buffers' guards drop after the kernel is enqueued.
+        let mut guards = Vec::new();
+        for guard in keep {
+            guards.push(guard);
+        }
+        guards.extend([workspace_access, flags_access].into_iter().flatten());
         let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
         if let Some(shape) = cluster {
             config = config.with_cluster(shape);
         }
-        // SAFETY: the D map is used only when `d_tma` is set and covers exactly D; the A/B maps cover live buffers
-        // (scratch copies are dropped stream-ordered); the caller checked D, C and bias against
-        // the problem and holds their borrows; stream-K slots and zeroed flags cover the grid,
+        // SAFETY: D's side is the caller's contract; the A/B maps cover live buffers (scratch
+        // copies are dropped stream-ordered); stream-K slots and zeroed flags cover the grid,
         // are this stream's alone, and the grid is resident, so every awaited CTA runs.
-        unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan.tiles), keep)? };
+        unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan.tiles), guards)? };
         drop(stream_k_cache);
         Ok(())
     }

@@ -32,6 +32,7 @@
 pub mod attention;
 pub mod gemm;
 pub mod gemm_fp8;
+pub mod gemm_grouped;
 pub mod kernels;
 pub mod ptx;
 pub mod quant;
@@ -39,12 +40,18 @@ mod sealed;
 pub mod swiglu;
 mod warpforge;
 
-pub use attention::{AttentionElement, AttentionExtents, AttentionProblem, AttentionVarlenProblem};
+pub use attention::{
+    AttentionElement, AttentionExtents, AttentionProblem, AttentionSpans, AttentionStrides, AttentionVarlenProblem,
+    AttentionVarlenStrides, RowStrides, TensorStrides,
+};
 pub use gemm::{
     COperand, Clusters, Consumers, Cores, Epilogue, GemmExtents, GemmPath, GemmPlan, GemmProblem, KSplit, Layout,
     PlanSource, PlanTable, TileWidth,
 };
 pub use gemm_fp8::{Fp8GemmExtents, Fp8GemmProblem};
+pub use gemm_grouped::{
+    ContiguousRows, GroupedContiguousProblem, GroupedExtents, GroupedMaskedProblem, check_contiguous_indices,
+};
 pub use quant::{DequantOutput, Fp8Format, QuantExtents, QuantInput, QuantScheme, ScaleRounding};
 pub use swiglu::{SwigluExtents, SwigluProblem, interleave_gate_up};
 pub use warpforge::Warpforge;

@@ -234,6 +234,104 @@ impl Warpforge {
         self.launch_sm90(stream, &launch, &x_k_major, &w_k_major, out)
     }
 
+    /// The fused gate-up + SwiGLU of [`Warpforge::swiglu`] (bf16) with its output quantised for
+    /// an FP8 down projection in the same epilogue: `codes` (`m × intermediate` e4m3, row-major)
+    /// and `scales` (one f32 per row and 128 outputs, MN-major:
+    /// `scales[g · round_up(m, 4) + row]`), exactly what [`Warpforge::quantize_per_token_group`]
+    /// would write from the f32 SwiGLU values, and what [`Warpforge::fp8_gemm`] reads as A —
+    /// one pass instead of a bf16 round trip and a quantisation kernel. `rounding` picks exact
+    /// or power-of-two (UE8M0) scales. Rules beyond [`SwigluProblem::check`]'s: `intermediate`
+    /// a multiple of 16 (the FP8 GEMM's K rule), the wide cooperative tile (`consumers` and
+    /// `tile_width` `Auto` or `Cooperative`/`Wide`: one tile row's 128 outputs are one group),
+    /// `codes` ≥ m·intermediate bytes, `scales` ≥ round_up(m, 4)·ceil(intermediate / 128) f32.
+    #[allow(clippy::too_many_arguments)]
+    pub fn swiglu_fp8(
+        &self,
+        stream: &Arc<CudaStream>,
+        problem: &SwigluProblem,
+        rounding: crate::ScaleRounding,
+        x: &impl DevicePtr<half::bf16>,
+        w_gate_up: &impl DevicePtr<half::bf16>,
+        codes: &mut impl DevicePtrMut<u8>,
+        scales: &mut impl DevicePtrMut<f32>,
+    ) -> Result<()> {
+        let p = problem;
+        check(p.intermediate.is_multiple_of(16), || {
+            format!("swiglu_fp8 needs intermediate a multiple of 16 (the FP8 GEMM's K); got {}", p.intermediate)
+        })?;
+        check(
+            matches!(p.consumers, Consumers::Auto | Consumers::Cooperative)
+                && matches!(p.tile_width, TileWidth::Auto | TileWidth::Wide),
+            || "swiglu_fp8 runs the wide cooperative tile (128 outputs per tile row: one scale group)".to_string(),
+        )?;
+        let forced = SwigluProblem { consumers: Consumers::Cooperative, tile_width: TileWidth::Wide, ..*p };
+        let mut launch = swiglu_launch::<half::bf16>(self, &forced)?;
+        launch.entry = match rounding {
+            crate::ScaleRounding::Exact => entries::GEMM_SWIGLU_E4M3_BF16,
+            crate::ScaleRounding::PowerOfTwo => entries::GEMM_SWIGLU_UE8M0_BF16,
+        };
+        let e = p.check()?;
+        let owners = [&**x.stream(), &**w_gate_up.stream(), &**codes.stream(), &**scales.stream()];
+        self.module().check_context(stream, &owners)?;
+        let pitch = warpforge_logic::quant::group_scale_pitch(p.m)
+            .ok_or_else(|| Error::InvalidArgument(format!("{p:?}: the scale pitch overflows")))?;
+        let need_scales = pitch
+            .checked_mul(p.intermediate.div_ceil(warpforge_logic::quant::GROUP))
+            .ok_or_else(|| Error::InvalidArgument(format!("{p:?}: the scales overflow usize")))?;
+        let rows = launch.tile_cols;
+        check(x.len() >= e.x, || format!("x holds {} elements, the problem reads {}", x.len(), e.x))?;
+        check(w_gate_up.len() >= e.w_gate_up, || {
+            format!(
+                "w_gate_up holds {} elements, the problem reads {} ({rows} interleaved rows)",
+                w_gate_up.len(),
+                e.w_gate_up
+            )
+        })?;
+        check(codes.len() >= e.out, || format!("codes hold {} bytes, the problem writes {}", codes.len(), e.out))?;
+        check(scales.len() >= need_scales, || {
+            format!(
+                "scales hold {} f32, the problem writes {need_scales} (round_up(m, 4) · ceil(I / 128))",
+                scales.len()
+            )
+        })?;
+        let x_k_major = self.k_major_operand(stream, x, true, p.m, p.hidden, p.hidden, 0, 1)?;
+        let w_k_major = self.k_major_operand(stream, w_gate_up, true, rows, p.hidden, p.hidden, 0, 1)?;
+        let (codes_ptr, codes_access) = codes.device_ptr_mut(stream);
+        let (scales_ptr, scales_access) = scales.device_ptr_mut(stream);
+        let params = warpforge_abi::GemmParams {
+            m: p.m as u32,
+            n: p.intermediate as u32,
+            d: codes_ptr,
+            c: scales_ptr,
+            bias: 0,
+            ldd: p.intermediate as u64,
+            ldc: pitch as u64,
+            stride_d: 0,
+            stride_c: 0,
+            alpha: 1.0,
+            beta: 0.0,
+            activation: 0,
+            d_tma: 0,
+            workspace: 0,
+            flags: 0,
+        };
+        // SAFETY: the epilogue writes codes inside m × intermediate (pitch intermediate, even)
+        // and scales inside round_up(m, 4) × ceil(I / 128), both checked above and borrowed
+        // mutably until the kernel is enqueued (their guards travel with the launch); `d_tma`
+        // is 0, so the zeroed D map is never read.
+        unsafe {
+            self.launch_sm90_body(
+                stream,
+                &launch,
+                &x_k_major,
+                &w_k_major,
+                warpforge_abi::TensorMap::ZEROED,
+                params,
+                [codes_access, scales_access],
+            )
+        }
+    }
+
     /// The plan [`Warpforge::swiglu`] launches for `problem` with `T` (after the same shape
     /// checks; buffers are not needed): which kernel, tile and schedule, on how many CTAs.
     pub fn swiglu_plan<T: SwigluElement>(&self, problem: &SwigluProblem) -> Result<GemmPlan> {

@@ -261,17 +261,25 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::NVFP4_DECODE_BF16);
     check(d, entries::NVFP4_DECODE_F32);
     check(d, entries::GEMM_FP8_BLOCKSCALED_BF16);
+    check(d, entries::GEMM_GROUPED_CONTIGUOUS_BF16);
+    check(d, entries::GEMM_GROUPED_MASKED_BF16);
+    check(d, entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16);
+    check(d, entries::GEMM_FP8_GROUPED_MASKED_BF16);
+    check(d, entries::GEMM_SWIGLU_E4M3_BF16);
+    check(d, entries::GEMM_SWIGLU_UE8M0_BF16);
     for attention in [
         entries::ATTENTION_BF16_D64,
         entries::ATTENTION_BF16_D128,
+        entries::ATTENTION_BF16_D256,
         entries::ATTENTION_F16_D64,
         entries::ATTENTION_F16_D128,
+        entries::ATTENTION_F16_D256,
     ] {
         check(d, attention);
     }
     assert_eq!(
         declared.len(),
-        68,
+        76,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

@@ -1,6 +1,7 @@
 //! Attention forward (`Warpforge::attention`) against a float64 CPU reference: random shapes
 //! with sequence lengths off the 128-row tiles, `seq_q ≠ seq_k` both ways, GQA groups 1, 4 and
-//! 8, causal (bottom-right aligned) and not, head dimensions 64 and 128, bf16 and f16, ordinary
+//! 8, causal (bottom-right aligned) and not, head dimensions 64 and 128 (256 is refused until
+//! its kernel, on 80-key blocks, is fixed), bf16 and f16, ordinary
 //! and large logits (up to about ±60, for the online softmax's stability), with the log-sum-exp
 //! checked and O and LSE poisoned with NaN first (every element written, nothing past the end).
 //! Plus the argument checks: on the CPU for `AttentionProblem::check`, and on the GPU for the
@@ -207,7 +208,7 @@ proptest! {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn attention_edge_cases() {
-    let cases = [
+    check_fixed(&[
         (1, 1, 1, 1, 1, 64, false),
         (1, 2, 1, 300, 1, 128, false),
         (2, 8, 2, 200, 70, 64, true),
@@ -215,8 +216,25 @@ fn attention_edge_cases() {
         (1, 8, 1, 129, 129, 64, true),
         (1, 2, 2, 1100, 1500, 128, true),
         (2, 2, 1, 700, 700, 64, false),
-    ];
-    for (batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in cases {
+    ]);
+}
+
+/// Head dimension 256 is refused with its reason: its kernel hung on the H200 when first run
+/// (2026-12-02; no `attention_d256` run completed), so the host does not launch it.
+#[test]
+fn attention_d256_is_refused_until_its_kernel_is_fixed() {
+    for problem in [AttentionProblem::new(1, 2, 1, 100, 100, 256), AttentionProblem::new(2, 8, 2, 1, 1000, 256)] {
+        match problem.check() {
+            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("not served yet"), "{msg}"),
+            other => panic!("d256 accepted: {other:?}"),
+        }
+    }
+}
+
+/// Runs every `(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal)` with ordinary and
+/// large logits, in bf16 and f16.
+fn check_fixed(cases: &[(usize, usize, usize, usize, usize, usize, bool)]) {
+    for &(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in cases {
         let mut problem = AttentionProblem::new(batch, heads_q, heads_kv, seq_q, seq_k, head_dim);
         problem.causal = causal;
         for large_logits in [false, true] {
@@ -299,7 +317,7 @@ fn check_varlen<T: AttentionElement + Element>(
 }
 
 /// Variable-length batches: ragged lengths, empty sequences, queries longer and shorter than
-/// keys, GQA, both head dimensions and both types, causal and not.
+/// keys, GQA, every head dimension and both types, causal and not.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn attention_varlen_matches_the_f64_reference() {
@@ -317,7 +335,8 @@ fn attention_varlen_matches_the_f64_reference() {
     }
 }
 
-/// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of 128 keys, the online
+/// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of the kernel's keys
+/// (`block_n(head_dim)`: 128, or 80 at d = 256), the online
 /// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
 /// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
 /// tolerance holds for an exact implementation of the kernel's algorithm.
@@ -330,15 +349,15 @@ fn model_row<T: Element>(
     h: usize,
     i: usize,
 ) -> (Vec<f64>, f64) {
-    const BLOCK: usize = 128;
     let d = x.head_dim;
+    let block_n = warpforge::abi::attention_sm90::block_n(d as u32) as usize;
     let hk = h / (x.heads_q / x.heads_kv);
     let q_row = &q[((seq.q_base + i) * x.heads_q + h) * d..][..d];
     let kv_at = |j: usize| ((seq.k_base + j) * x.heads_kv + hk) * d;
     let scale = x.scale * std::f32::consts::LOG2_E;
     let (mut max, mut sum, mut o) = (f32::NEG_INFINITY, 0f32, vec![0f32; d]);
-    for block in 0..seq.k_len.div_ceil(BLOCK).max(1) {
-        let keys = block * BLOCK..((block + 1) * BLOCK).min(seq.k_len);
+    for block in 0..seq.k_len.div_ceil(block_n).max(1) {
+        let keys = block * block_n..((block + 1) * block_n).min(seq.k_len);
         let s: Vec<f32> = keys
             .clone()
             .map(|j| {
@@ -498,7 +517,7 @@ fn attention_problem_check_refuses_bad_shapes() {
         ("seq_q 0", with(&|p| p.seq_q = 0)),
         ("seq_k 0", with(&|p| p.seq_k = 0)),
         ("head_dim 96", with(&|p| p.head_dim = 96)),
-        ("head_dim 256", with(&|p| p.head_dim = 256)),
+        ("head_dim 512", with(&|p| p.head_dim = 512)),
         ("heads_q not a multiple of heads_kv", with(&|p| p.heads_kv = 3)),
         ("scale 0", with(&|p| p.softmax_scale = 0.0)),
         ("scale negative", with(&|p| p.softmax_scale = -1.0)),
@@ -513,6 +532,31 @@ fn attention_problem_check_refuses_bad_shapes() {
     }
 }
 
+/// The shape table the entries are instantiated with (`abi::attention_sm90`) and the host's
+/// entry per head dimension: 128-key blocks up to d = 128, 80-key blocks, two stages and a
+/// 32/240 register split at d = 256; every plan inside Hopper's 227 KiB and 64 Ki registers.
+#[test]
+fn attention_shape_table_per_head_dim() {
+    use warpforge::abi::attention_sm90::{
+        CONSUMERS, HEAD_DIMS, SM90_SMEM_LIMIT, THREADS, block_n, consumer_regs, producer_regs, smem_plan, stages,
+    };
+    let table: Vec<_> =
+        HEAD_DIMS.iter().map(|&d| (d, block_n(d), stages(d), producer_regs(d), consumer_regs(d))).collect();
+    assert_eq!(table, [(64, 128, 4, 40, 232), (128, 128, 3, 40, 232), (256, 80, 2, 32, 240)]);
+    for d in HEAD_DIMS {
+        let kv_stage = 2 * block_n(d) * d * 2;
+        let bytes = smem_plan(d).bytes();
+        assert!(bytes >= 128 * d * 2 + stages(d) * kv_stage, "d{d}: Q and the ring fit the plan");
+        assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "d{d}: {} bytes", smem_plan(d).launch_bytes());
+        let consumers = CONSUMERS * 128;
+        assert!((THREADS - consumers) * producer_regs(d) + consumers * consumer_regs(d) <= 65_536);
+        for (entry, dtype) in [(bf16::ATTENTION_ENTRIES, "bf16"), (f16::ATTENTION_ENTRIES, "f16")] {
+            let index = HEAD_DIMS.iter().position(|&x| x == d).unwrap();
+            assert_eq!(entry[index].name(), format!("attention_{dtype}_d{d}_sm90"));
+        }
+    }
+}
+
 proptest! {
     /// Any field values: `Err(InvalidArgument)` or extents that are the exact products.
     #[test]
@@ -522,7 +566,7 @@ proptest! {
         group in prop_oneof![0usize..9, any::<usize>()],
         seq_q in prop_oneof![0usize..2000, any::<usize>()],
         seq_k in prop_oneof![0usize..2000, any::<usize>()],
-        head_dim in prop::sample::select(vec![0usize, 32, 64, 100, 128, 256]),
+        head_dim in prop::sample::select(vec![0usize, 32, 64, 100, 128, 192, 256, 512]),
         scale in prop_oneof![Just(0.125f32), any::<f32>()],
     ) {
         let mut p = AttentionProblem::new(batch, heads_kv.wrapping_mul(group), heads_kv, seq_q, seq_k, head_dim);

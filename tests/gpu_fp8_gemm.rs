@@ -30,14 +30,14 @@ const GPU_CASES: u32 = 24;
 const POISON: u16 = 0x7fc1;
 /// Relative error of the tensor cores' in-block accumulation, summed over a block (see the
 /// module docs).
-const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
+pub(crate) const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
 /// f32 unit roundoff.
-const EPS_F32: f64 = 1.0 / (1u64 << 24) as f64;
+pub(crate) const EPS_F32: f64 = 1.0 / (1u64 << 24) as f64;
 
 /// Inputs of one case: `rows × k` values uniform in ±1, each (row, K block) scaled by its own
 /// power of two from the seed (so neighbouring blocks' scales differ), and with `outliers`
 /// every 61st element a ±3e4 spike.
-fn inputs(seed: u64, rows: usize, k: usize, outliers: bool) -> Vec<f32> {
+pub(crate) fn inputs(seed: u64, rows: usize, k: usize, outliers: bool) -> Vec<f32> {
     let mut v = random_f32(seed, rows * k, 1.0);
     for (i, x) in v.iter_mut().enumerate() {
         let (row, kb) = (i / k, (i % k) / PROMOTE_EVERY_K);
@@ -51,7 +51,7 @@ fn inputs(seed: u64, rows: usize, k: usize, outliers: bool) -> Vec<f32> {
 
 /// Per-token 1 × 128 quantisation of an `m × k` A on the CPU (`logic::quant`), the last group
 /// possibly partial: e4m3 codes and MN-major scales (padding rows 0).
-fn quantise_a(x: &[f32], m: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
+pub(crate) fn quantise_a(x: &[f32], m: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
     let pitch = q::group_scale_pitch(m).unwrap();
     let mut scales = vec![0.0; a_scales_len(m, k).unwrap()];
     let mut codes = vec![0; m * k];
@@ -69,7 +69,7 @@ fn quantise_a(x: &[f32], m: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
 }
 
 /// 128 × 128-block quantisation of an `n × k` B on the CPU, edge blocks partial.
-fn quantise_b(w: &[f32], n: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
+pub(crate) fn quantise_b(w: &[f32], n: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
     let mut amax = vec![0.0f32; b_scales_len(n, k).unwrap()];
     for (i, &v) in w.iter().enumerate() {
         let b = q::block_scale_index(i / k, i % k, k);

@@ -2,10 +2,15 @@
 //! `SwigluProblem::check` are what `Warpforge::gemm` / `Warpforge::swiglu` run before touching a
 //! buffer, so extreme field values (leading dimensions, batch strides and shapes at or near
 //! `usize::MAX`) must give a typed `Err` or a consistent `Ok`, never an arithmetic-overflow panic
-//! (debug) or a wrapped size (release).
+//! (debug) or a wrapped size (release). Likewise the attention stride rules
+//! (`AttentionProblem::check_strides`): each refused with its message, and the spans of the
+//! named layouts.
 
 use proptest::prelude::*;
-use warpforge::{Error, GemmProblem, Layout, QuantScheme, SwigluProblem};
+use warpforge::{
+    AttentionProblem, AttentionStrides, AttentionVarlenProblem, AttentionVarlenStrides, Error, GemmProblem, Layout,
+    QuantScheme, RowStrides, SwigluProblem, TensorStrides,
+};
 
 /// Values that break unchecked size arithmetic, plus ordinary ones.
 const EXTREMES: [usize; 10] =
@@ -174,5 +179,136 @@ proptest! {
         ][scheme];
         check_quant(scheme, rows, cols)?;
         check_quant(scheme, rows, cols / 128 * 128)?;
+    }
+}
+
+/// The span one strided tensor reaches, in u128: `head_dim` plus each stepped dimension.
+fn span_of(d: usize, dims: [(usize, usize); 3]) -> u128 {
+    dims.iter().fold(d as u128, |end, &(n, s)| end + (n as u128 - 1) * s as u128)
+}
+
+/// The spans of the packed, BHSD and fused-QKV layouts, fixed and variable length.
+#[test]
+fn attention_stride_spans_of_the_named_layouts() {
+    let p = AttentionProblem::new(2, 4, 2, 100, 100, 64);
+    let e = p.check().unwrap();
+    for strides in [AttentionStrides::packed(&p), AttentionStrides::bhsd(&p)] {
+        let s = p.check_strides(&strides).unwrap();
+        assert_eq!((s.q, s.k, s.v, s.o, s.lse), (e.q, e.kv, e.kv, e.q, e.lse), "{strides:?}");
+    }
+    assert_eq!(AttentionStrides::bhsd(&p).q, TensorStrides { batch: 4 * 100 * 64, seq: 64, head: 100 * 64 });
+    // Fused `[2, 100, 4 + 2 + 2, 64]`: rows of 512 elements, sequences of 51,200.
+    let fused = AttentionStrides::fused_qkv(&p);
+    assert_eq!(fused.k, TensorStrides { batch: 51_200, seq: 512, head: 64 });
+    let s = p.check_strides(&fused).unwrap();
+    assert_eq!(s.q as u128, span_of(64, [(4, 64), (100, 512), (2, 51_200)]));
+    assert_eq!((s.k, s.v), (51_200 + 99 * 512 + 128, 51_200 + 99 * 512 + 128));
+    assert_eq!(s.o, e.q);
+
+    let mut v = AttentionVarlenProblem::new(3, 8, 1, 500, 700, 300, 400, 128);
+    v.causal = true;
+    let e = v.check().unwrap();
+    let s = v.check_strides(&AttentionVarlenStrides::packed(&v)).unwrap();
+    assert_eq!((s.q, s.k, s.v, s.o, s.lse), (e.q, e.kv, e.kv, e.q, e.lse));
+    let (mut v, row) = (v, (8 + 2) * 128);
+    v.total_k = 500;
+    let fused = AttentionVarlenStrides::fused_qkv(&v);
+    assert_eq!(fused.q, RowStrides { row, head: 128 });
+    let s = v.check_strides(&fused).unwrap();
+    assert_eq!((s.q, s.k, s.o), (499 * row + 8 * 128, 499 * row + 128, 500 * 8 * 128));
+}
+
+/// Each stride rule refused with its message (and what the rules leave free accepted).
+#[test]
+fn attention_stride_rules_are_refused_with_their_message() {
+    let p = AttentionProblem::new(2, 4, 2, 100, 100, 64);
+    let packed = AttentionStrides::packed(&p);
+    let refused: [(&str, AttentionStrides, &str); 8] = [
+        (
+            "q head not 16 B",
+            AttentionStrides { q: TensorStrides { head: 68, ..packed.q }, ..packed },
+            "q's head stride 68 is not a multiple of 8 elements",
+        ),
+        (
+            "k row not 16 B",
+            AttentionStrides { k: TensorStrides { seq: 129, ..packed.k }, ..packed },
+            "k's row stride 129 is not a multiple of 8",
+        ),
+        (
+            "v batch not 16 B",
+            AttentionStrides { v: TensorStrides { batch: 12_804, ..packed.v }, ..packed },
+            "v's batch stride 12804 is not a multiple of 8",
+        ),
+        (
+            "k row ≥ 2^40 B",
+            AttentionStrides { k: TensorStrides { seq: 1 << 39, ..packed.k }, ..packed },
+            "not below 2^40 bytes",
+        ),
+        ("o odd", AttentionStrides { o: TensorStrides { seq: 257, ..packed.o }, ..packed }, "o's stride 257 is odd"),
+        (
+            "o heads overlap",
+            AttentionStrides { o: TensorStrides { head: 62, ..packed.o }, ..packed },
+            "o's strides make elements overlap",
+        ),
+        (
+            "o rows overlap heads",
+            AttentionStrides { o: TensorStrides { seq: 200, ..packed.o }, ..packed },
+            "o's strides make elements overlap",
+        ),
+        (
+            "o overflow",
+            AttentionStrides { o: TensorStrides { batch: usize::MAX - 1, ..packed.o }, ..packed },
+            "o's strides overflow usize",
+        ),
+    ];
+    for (what, strides, message) in refused {
+        match p.check_strides(&strides) {
+            Err(Error::InvalidArgument(m)) => assert!(m.contains(message), "{what}: {m:?} lacks {message:?}"),
+            other => panic!("{what}: {other:?}"),
+        }
+    }
+    // Any order of O's dimensions that does not overlap: heads outermost, rows innermost.
+    let heads_outer = TensorStrides { batch: 100 * 64, seq: 64, head: 2 * 100 * 64 };
+    assert!(p.check_strides(&AttentionStrides { o: heads_outer, ..packed }).is_ok());
+    // A dimension of extent 1 is never stepped: its stride is free.
+    let one = AttentionProblem::new(1, 1, 1, 100, 100, 64);
+    let free = TensorStrides { batch: 3, seq: 64, head: 1 };
+    let s = one.check_strides(&AttentionStrides { q: free, k: free, v: free, o: free }).unwrap();
+    assert_eq!(s.q, 100 * 64);
+    // The problem's own rules come first.
+    let bad = AttentionProblem::new(2, 3, 2, 100, 100, 64);
+    assert!(matches!(bad.check_strides(&packed), Err(Error::InvalidArgument(m)) if m.contains("GQA")));
+    // Variable length: the same rules on row and head strides.
+    let v = AttentionVarlenProblem::new(2, 4, 2, 300, 300, 200, 200, 64);
+    let vp = AttentionVarlenStrides::packed(&v);
+    let odd = AttentionVarlenStrides { o: RowStrides { row: 255, head: 64 }, ..vp };
+    assert!(matches!(v.check_strides(&odd), Err(Error::InvalidArgument(m)) if m.contains("odd")));
+    let unaligned = AttentionVarlenStrides { q: RowStrides { row: 260, head: 64 }, ..vp };
+    assert!(matches!(v.check_strides(&unaligned), Err(Error::InvalidArgument(m)) if m.contains("not a multiple of 8")));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Extreme strides give a typed error or spans that cover exactly what the strides reach.
+    #[test]
+    fn attention_check_strides_never_panics(
+        strides in [extreme(), extreme(), extreme(), extreme(), extreme(), extreme()],
+        batch in 1usize..4,
+        seq in prop_oneof![Just(1usize), 2usize..300],
+    ) {
+        let p = AttentionProblem::new(batch, 2, 1, seq, seq, 64);
+        let [b, s, h, ob, os, oh] = strides;
+        let t = TensorStrides { batch: b, seq: s, head: h };
+        let o = TensorStrides { batch: ob, seq: os, head: oh };
+        match p.check_strides(&AttentionStrides { q: t, k: t, v: t, o }) {
+            Err(Error::InvalidArgument(_)) => {}
+            Err(other) => prop_assert!(false, "untyped error {other:?}"),
+            Ok(spans) => {
+                prop_assert_eq!(spans.q as u128, span_of(64, [(2, h), (seq, s), (batch, b)]));
+                prop_assert_eq!(spans.k as u128, span_of(64, [(1, h), (seq, s), (batch, b)]));
+                prop_assert_eq!(spans.o as u128, span_of(64, [(2, oh), (seq, os), (batch, ob)]));
+            }
+        }
     }
 }

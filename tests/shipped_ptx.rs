@@ -76,9 +76,10 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
         checked += 1;
     }
     assert_eq!(
-        checked, 19,
+        checked, 25,
         "expected the six cooperative, two ping-pong, two narrow and two cluster GEMM entries, the six SwiGLU \
-         ones and the block-scaled FP8 one"
+         ones, the two quantised-SwiGLU ones, the block-scaled FP8 one and the four grouped ones (bf16 and FP8, \
+         contiguous and masked)"
     );
 }
 

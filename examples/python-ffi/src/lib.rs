@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use half::{bf16, f16};
 use warpforge::host::cudarc::driver::{CudaSlice, CudaStream};
-use warpforge::{AttentionElement, AttentionProblem, Device, Warpforge};
+use warpforge::{AttentionElement, AttentionProblem, AttentionStrides, Device, TensorStrides, Warpforge};
 
 /// The loaded kernels and the stream every call launches on.
 struct Session {
@@ -42,8 +42,8 @@ fn session() -> Result<&'static Session, String> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct FfiAttention {
-    /// Device addresses of Q, K, V, O (`[batch, seq, heads, head_dim]`, packed) and of the f32
-    /// LSE (`[batch, heads_q, seq_q]`) or 0.
+    /// Device addresses of Q, K, V, O (`[batch, seq, heads, head_dim]` packed, or as `strides`
+    /// say) and of the f32 LSE (`[batch, heads_q, seq_q]`) or 0.
     pub q: u64,
     pub k: u64,
     pub v: u64,
@@ -54,6 +54,7 @@ pub struct FfiAttention {
     pub heads_kv: u64,
     pub seq_q: u64,
     pub seq_k: u64,
+    /// 64, 128 or 256 (anything else is refused with the safe API's message).
     pub head_dim: u64,
     /// Non-zero for the causal (bottom-right aligned) mask.
     pub causal: u32,
@@ -61,6 +62,10 @@ pub struct FfiAttention {
     pub dtype: u32,
     /// Softmax scale; 0 means `1 / sqrt(head_dim)`.
     pub softmax_scale: f32,
+    /// Element strides (batch, seq, head) of Q, K, V and O in that order, head_dim contiguous
+    /// (a torch tensor `[batch, heads, seq, d]` gives `stride(0), stride(2), stride(1)`); all
+    /// zero: every tensor packed `[batch, seq, heads, head_dim]`.
+    pub strides: [u64; 12],
 }
 
 /// Borrows caller-owned device memory as a `CudaSlice` for one call.
@@ -97,25 +102,35 @@ fn run<T: AttentionElement>(s: &Session, a: &FfiAttention) -> Result<(), String>
     if a.softmax_scale != 0.0 {
         p.softmax_scale = a.softmax_scale;
     }
-    let e = p.check().map_err(|e| e.to_string())?;
+    let strides = if a.strides == [0; 12] {
+        AttentionStrides::packed(&p)
+    } else {
+        let t = |i: usize| -> Result<TensorStrides, String> {
+            Ok(TensorStrides { batch: dim(a.strides[i])?, seq: dim(a.strides[i + 1])?, head: dim(a.strides[i + 2])? })
+        };
+        AttentionStrides { q: t(0)?, k: t(3)?, v: t(6)?, o: t(9)? }
+    };
+    let e = p.check_strides(&strides).map_err(|e| e.to_string())?;
     if [a.q, a.k, a.v, a.o].contains(&0) {
         return Err("q, k, v and o must be device addresses (0 given)".into());
     }
     let stream = &s.stream;
     // SAFETY: the caller's contract on `warpforge_attention`: each address holds at least the
-    // problem's extent of its tensor, on device 0, alive for the call.
+    // span its strides reach (checked arithmetic: `check_strides`), on device 0, alive for the
+    // call.
     let (mut q, mut k, mut v, mut o) = unsafe {
         (
             Borrowed::<T>::new(stream, a.q, e.q),
-            Borrowed::<T>::new(stream, a.k, e.kv),
-            Borrowed::<T>::new(stream, a.v, e.kv),
-            Borrowed::<T>::new(stream, a.o, e.q),
+            Borrowed::<T>::new(stream, a.k, e.k),
+            Borrowed::<T>::new(stream, a.v, e.v),
+            Borrowed::<T>::new(stream, a.o, e.o),
         )
     };
     // SAFETY: as above, for the LSE's `batch · heads_q · seq_q` floats when given.
     let mut lse = (a.lse != 0).then(|| unsafe { Borrowed::<f32>::new(stream, a.lse, e.lse) });
     let lse = lse.as_mut().map(|l| l.slice() as &mut _);
-    s.warpforge.attention(stream, &p, q.slice(), k.slice(), v.slice(), o.slice(), lse).map_err(|e| e.to_string())
+    let (q, k, v, o) = (q.slice(), k.slice(), v.slice(), o.slice());
+    s.warpforge.attention_strided(stream, &p, &strides, q, k, v, o, lse).map_err(|e| e.to_string())
 }
 
 /// Runs `o = softmax(scale · q·kᵀ [+ causal mask]) · v`, queued on the legacy default stream.
@@ -123,9 +138,10 @@ fn run<T: AttentionElement>(s: &Session, a: &FfiAttention) -> Result<(), String>
 ///
 /// # Safety
 /// `problem` points to a valid [`FfiAttention`] whose addresses are device-0 allocations of at
-/// least their tensor's extent (Q and O: `batch · seq_q · heads_q · head_dim` elements; K and V:
-/// `batch · seq_k · heads_kv · head_dim`; LSE: `batch · heads_q · seq_q` f32) that stay alive
-/// until the stream has run the call.
+/// least their tensor's extent (packed Q and O: `batch · seq_q · heads_q · head_dim` elements;
+/// K and V: `batch · seq_k · heads_kv · head_dim`; strided: the highest element the strides
+/// reach, plus one; LSE: `batch · heads_q · seq_q` f32) that stay alive until the stream has run
+/// the call.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn warpforge_attention(problem: *const FfiAttention) -> i32 {
     let outcome = std::panic::catch_unwind(|| {

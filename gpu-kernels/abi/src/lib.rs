@@ -114,15 +114,41 @@ pub struct BlockScaleParams {
     pub k_blocks: u32,
 }
 
+/// Which experts' rows a grouped (mixture-of-experts) GEMM computes, besides the dense
+/// parameters (`logic::schedule::grouped` states the layouts and how untrusted device values
+/// are clamped); the layout is the entry's.
+///
+/// Contiguous: A is `M_total × K` (every expert's rows back to back, segments padded to the tile
+/// height), D `M_total × N`, B `[experts, N, K]`; `groups` holds one i32 expert index per row of
+/// A (`-1` for padding). Masked: A is `[experts, capacity, K]`, D `[experts, capacity, N]`, B
+/// `[experts, N, K]`; `groups` holds one i32 valid-row count per expert.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupedParams {
+    /// Experts: B's batch count.
+    pub experts: u32,
+    /// Masked: rows per expert in A and D; contiguous: 0.
+    pub capacity: u32,
+    /// Device address of the i32 row indices (contiguous) or valid-row counts (masked).
+    pub groups: u64,
+    /// Block-scaled FP8: f32 between two experts' A scales (masked; 0 when contiguous, whose A
+    /// has one scale matrix). 0 for 16-bit inputs.
+    pub a_scales_stride: u64,
+    /// Block-scaled FP8: f32 between two experts' B scales (`ceil(N / 128) · ceil(K / 128)`).
+    pub b_scales_stride: u64,
+}
+
 /// Tile and launch shape of the sm_90 attention forward kernels (`attention_*_sm90`).
+///
+/// Everything that depends on the head dimension is a `const fn` of it, so the device entries
+/// (which instantiate the kernel with these values as const generics) and the host (maps,
+/// launch bytes) read one table.
 pub mod attention_sm90 {
     use warpforge_logic::swizzle::Swizzle128B;
-    use warpforge_logic::tile_spec::{SmemPlan, TileSpec, elem};
+    use warpforge_logic::tile_spec::{SmemPlan, Tile, TileSpec, elem};
 
     /// Query rows per CTA: two consumer warpgroups of 64 rows (wgmma's M).
     pub const BLOCK_M: u32 = 128;
-    /// Keys per K/V tile (one ring stage).
-    pub const BLOCK_N: u32 = 128;
     /// Head-dimension columns per TMA box: 128 bytes of a 16-bit element, one swizzle span.
     pub const HEAD_CHUNK: u32 = 64;
     /// Threads per CTA: a producer warpgroup and two consumer warpgroups.
@@ -130,36 +156,86 @@ pub mod attention_sm90 {
     /// Consumer warpgroups (each releases every ring stage once).
     pub const CONSUMERS: u32 = 2;
     /// Head dimensions with an entry.
-    pub const HEAD_DIMS: [u32; 2] = [64, 128];
-    /// The one TMA box of Q, K and V: 128 rows (queries or keys) of one head's 64-column
-    /// chunk, 128-byte swizzle (the 3-D map's box is `64 × 1 × 128`: chunk, head, row).
-    /// Element size only matters, so bf16 stands for f16 too.
-    pub type Box = TileSpec<elem::Bf16, { BLOCK_N as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
+    pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
+    /// Keys per K/V block with the narrow blocks of head dimension 256 (wgmma `m64n80k16`).
+    pub const NARROW_BLOCK_N: u32 = 80;
+    /// Keys per K/V block of head dimensions 64 and 128.
+    pub const WIDE_BLOCK_N: u32 = 128;
+    /// A Q box: 128 query rows of one head's 64-column chunk, 128-byte swizzle (the map's box is
+    /// `64 × 1 × 128`: chunk, head, row). Element size only matters, so bf16 stands for f16 too.
+    pub type QBox = TileSpec<elem::Bf16, { BLOCK_M as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
+    /// A K or V box: `KEYS` keys of one head's 64-column chunk (box `64 × 1 × KEYS`).
+    pub type KvBox<const KEYS: usize> = TileSpec<elem::Bf16, KEYS, { HEAD_CHUNK as usize }, Swizzle128B>; // (KEYS, 64)
+
+    /// Keys per K/V block (one ring stage) for head dimension `head_dim`. At d = 256 a
+    /// consumer thread holds O's 64 × 256 f32 (128 registers); with 128-key scores (64) and
+    /// their P fragments (32) that exceeds the 240 a consumer can get, so the blocks narrow to
+    /// 80 keys (40 + 20 registers; `P·V` then runs five K steps).
+    pub const fn block_n(head_dim: u32) -> u32 {
+        if head_dim <= 128 { WIDE_BLOCK_N } else { NARROW_BLOCK_N }
+    }
 
     /// K/V ring depth for head dimension `head_dim`. A stage holds a block's K and V, and V is
     /// read one step after K (the next block's `Q·Kᵀ` is issued before this block's `P·V`), so
-    /// two stages would let the producer run only one block ahead of the wait: three at
-    /// d = 128 (224 KiB with Q, just inside Hopper's 227 KiB), four at d = 64.
+    /// two stages let the producer run only one block ahead of the wait: four at d = 64
+    /// (144 KiB with Q), three at d = 128 (224 KiB, just inside Hopper's 227 KiB), and two at
+    /// d = 256, all that fits (Q 64 KiB + 2 × 80 KiB of 80-key K and V = 224 KiB).
     pub const fn stages(head_dim: u32) -> u32 {
-        if head_dim <= 64 { 4 } else { 3 }
+        if head_dim <= 64 {
+            4
+        } else if head_dim <= 128 {
+            3
+        } else {
+            2
+        }
+    }
+
+    /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA).
+    pub const fn producer_regs(head_dim: u32) -> u32 {
+        if head_dim <= 128 { 40 } else { 32 }
+    }
+
+    /// Registers per consumer thread after `setmaxnreg.inc`: all that is left of the SM's
+    /// 64 Ki (`128 · producer + 256 · consumer ≤ 65536`, multiples of 8).
+    pub const fn consumer_regs(head_dim: u32) -> u32 {
+        if head_dim <= 128 { 232 } else { 240 }
     }
 
     /// Dynamic shared memory a block may use on sm_90 (227 KiB).
     pub const SM90_SMEM_LIMIT: u32 = 227 * 1024;
-    const _: () = assert!(
-        smem_plan(64).launch_bytes() <= SM90_SMEM_LIMIT && smem_plan(128).launch_bytes() <= SM90_SMEM_LIMIT,
-        "the attention plans fit Hopper's shared memory"
-    );
+    /// Registers of one SM.
+    const SM_REGISTERS: u32 = 65_536;
+    const _: () = {
+        let mut i = 0;
+        while i < HEAD_DIMS.len() {
+            let d = HEAD_DIMS[i];
+            assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "the attention plans fit Hopper's shared memory");
+            assert!(
+                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d) <= SM_REGISTERS,
+                "the register split fits the SM"
+            );
+            assert!(d.is_multiple_of(HEAD_CHUNK) && block_n(d).is_multiple_of(16), "whole chunks, whole K steps");
+            i += 1;
+        }
+    };
 
     /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
     /// per chunk), the K ring, the V ring, the ring's barriers, Q's barrier.
     pub const fn smem_plan(head_dim: u32) -> SmemPlan {
+        if block_n(head_dim) == WIDE_BLOCK_N {
+            plan::<KvBox<{ WIDE_BLOCK_N as usize }>>(head_dim)
+        } else {
+            plan::<KvBox<{ NARROW_BLOCK_N as usize }>>(head_dim)
+        }
+    }
+
+    const fn plan<Kv: Tile>(head_dim: u32) -> SmemPlan {
         let chunks = head_dim / HEAD_CHUNK;
         let stages = stages(head_dim);
         SmemPlan::new()
-            .ring::<Box>(chunks)
-            .ring::<Box>(stages * chunks)
-            .ring::<Box>(stages * chunks)
+            .ring::<QBox>(chunks)
+            .ring::<Kv>(stages * chunks)
+            .ring::<Kv>(stages * chunks)
             .pipeline(stages)
             .mbarriers(1)
     }
@@ -167,24 +243,33 @@ pub mod attention_sm90 {
 
 /// Parameters of the attention forward kernels besides the Q, K, V tensor maps.
 ///
-/// Q, K, V and O are packed `[rows, heads, head_dim]` with `rows` the batch's sequences back
-/// to back (`[batch, seq, heads, head_dim]`, or a variable-length batch with cumulative
-/// offsets). The maps are 3-D over (head_dim, heads, rows). The grid is (query tiles of
+/// Q, K, V and O are strided 4-D tensors (head_dim, heads, rows, sequences), head_dim
+/// contiguous: the maps are 4-D over those dimensions with the caller's strides, O is addressed
+/// with the strides below. At fixed length the sequence coordinate is the batch index and rows
+/// count within a sequence; at variable length there is one sequence slice holding every row,
+/// and the cumulative offsets say where each sequence starts. The grid is (query tiles of
 /// `BLOCK_M` rows × `group`, `heads_q / group`, batch), the group's query heads fastest.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionParams {
-    /// Device address of O (`[rows_q, heads_q, head_dim]`, the element type of Q).
+    /// Device address of O (the element type of Q), element `(sequence, row, head, column)` at
+    /// `sequence · o_batch_stride + row · o_row_stride + head · o_head_stride + column`.
     pub o: u64,
     /// Device address of the f32 log-sum-exp output (natural log; `-inf` for a row that sees no
     /// key), or 0: `[batch, heads_q, seq_q]`, or `[heads_q, total_q]` with variable lengths.
     pub lse: u64,
     /// Device address of `batch + 1` u32 cumulative query offsets, or 0 (fixed length:
-    /// sequence `b` starts at row `b · seq_q`). The kernel clamps each sequence to the rows
+    /// sequence `b` is the tensors' sequence slice `b`, from its row 0). The kernel clamps each sequence to the rows
     /// below `total_q` and to `seq_q` / `seq_k` queries / keys.
     pub cu_seqlens_q: u64,
     /// As `cu_seqlens_q`, for keys and values.
     pub cu_seqlens_k: u64,
+    /// Elements of O between sequences (fixed length; unused at variable length).
+    pub o_batch_stride: u64,
+    /// Elements of O between rows; even (O is stored in 4-byte pairs).
+    pub o_row_stride: u64,
+    /// Elements of O between heads; even.
+    pub o_head_stride: u64,
     /// Queries per sequence (fixed length) or the longest (variable length).
     pub seq_q: u32,
     /// Keys per sequence (fixed length).
@@ -272,8 +357,8 @@ pub mod elements {
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
     use super::{
-        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, In, Out, PackParams, SkinnyOperands, TensorMap,
-        TilePlan,
+        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, GroupedParams, In, Out, PackParams,
+        SkinnyOperands, TensorMap, TilePlan,
     };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
@@ -313,6 +398,12 @@ pub mod signatures {
     pub type Nvfp4Encode<E> = (u64, In<E>, In<u32>, Out<u8>, Out<u8>, Out<f32>);
     /// `nvfp4_decode_*(n, codes, scales, global_scale, out)` to output elements `O`.
     pub type Nvfp4Decode<O> = (u64, In<u8>, In<u8>, In<f32>, Out<O>);
+    /// The grouped 16-bit GEMMs (`gemm_grouped_*_sm90`): the GEMM body's parameters and the
+    /// experts' indices or counts.
+    pub type GemmGroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, GroupedParams);
+    /// The grouped block-scaled FP8 GEMMs (`gemm_fp8_grouped_*_sm90`).
+    pub type GemmFp8GroupedSm90 =
+        (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
     /// The attention forward entries (`attention_*_sm90`): `(q_map, k_map, v_map, params)`.
     pub type AttentionSm90 = (TensorMap, TensorMap, TensorMap, AttentionParams);
 }
@@ -380,9 +471,25 @@ pub mod entries {
     pub const GEMM_SWIGLU_BF16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_bf16_narrow_sm90");
     /// Fused gate-up + SwiGLU, f16, narrow tiles.
     pub const GEMM_SWIGLU_F16_NARROW: Entry<GemmSm90> = Entry::new("gemm_swiglu_f16_narrow_sm90");
+    /// Fused gate-up + SwiGLU quantised for an FP8 down projection: bf16 in, e4m3 codes and one
+    /// f32 scale per row and 128 outputs (the per-token layout), cooperative 128 × 256 tiles.
+    pub const GEMM_SWIGLU_E4M3_BF16: Entry<GemmSm90> = Entry::new("gemm_swiglu_e4m3_bf16_sm90");
+    /// As [`GEMM_SWIGLU_E4M3_BF16`], the scales rounded up to powers of two (UE8M0).
+    pub const GEMM_SWIGLU_UE8M0_BF16: Entry<GemmSm90> = Entry::new("gemm_swiglu_ue8m0_bf16_sm90");
     /// Block-scaled FP8 GEMM: e4m3 A (per-token 1 × 128 scales) times e4m3 Bᵀ (128 × 128 block
     /// scales), promoted into f32 every 128 K, bf16 output.
     pub const GEMM_FP8_BLOCKSCALED_BF16: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_sm90");
+    /// Grouped (mixture-of-experts) GEMM, bf16 in and out, contiguous layout (`GroupedParams`):
+    /// the 16-bit body on 128 × 256 tiles, tiles without rows skipped.
+    pub const GEMM_GROUPED_CONTIGUOUS_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_contiguous_bf16_sm90");
+    /// Grouped bf16 GEMM, masked layout.
+    pub const GEMM_GROUPED_MASKED_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_masked_bf16_sm90");
+    /// Grouped block-scaled FP8 GEMM, bf16 output, contiguous layout: the FP8 body on 128 × 128
+    /// tiles.
+    pub const GEMM_FP8_GROUPED_CONTIGUOUS_BF16: Entry<GemmFp8GroupedSm90> =
+        Entry::new("gemm_fp8_grouped_contiguous_bf16_sm90");
+    /// Grouped block-scaled FP8 GEMM, masked layout.
+    pub const GEMM_FP8_GROUPED_MASKED_BF16: Entry<GemmFp8GroupedSm90> = Entry::new("gemm_fp8_grouped_masked_bf16_sm90");
     /// Decode GEMM (≤ 8 rows) without tensor cores, bf16 inputs, bf16 output.
     pub const GEMM_SKINNY_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_bf16_sm90");
     /// bf16 inputs, f16 output.
@@ -464,6 +571,10 @@ pub mod entries {
     pub const ATTENTION_F16_D64: Entry<AttentionSm90> = Entry::new("attention_f16_d64_sm90");
     /// Attention forward, f16, head dimension 128.
     pub const ATTENTION_F16_D128: Entry<AttentionSm90> = Entry::new("attention_f16_d128_sm90");
+    /// Attention forward, bf16, head dimension 256 (80-key blocks).
+    pub const ATTENTION_BF16_D256: Entry<AttentionSm90> = Entry::new("attention_bf16_d256_sm90");
+    /// Attention forward, f16, head dimension 256 (80-key blocks).
+    pub const ATTENTION_F16_D256: Entry<AttentionSm90> = Entry::new("attention_f16_d256_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.
@@ -612,7 +723,7 @@ pub struct GemmParams {
     pub flags: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<AttentionParams>() == 4 * 8 + 8 * 4, "AttentionParams has no padding");
+const _: () = assert!(core::mem::size_of::<AttentionParams>() == 7 * 8 + 8 * 4, "AttentionParams has no padding");
 const _: () = assert!(
     core::mem::size_of::<GemmParams>() <= 128
         && core::mem::size_of::<TilePlan>() <= 128

@@ -16,7 +16,7 @@ use warpforge_dsl::kernel;
 use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::fragment::acc_coord;
 use warpforge_dsl::num::Bf16;
-use warpforge_dsl::parts::rows::{self, AFragments8, OnlineSoftmax};
+use warpforge_dsl::parts::rows::{self, AFragments, AFragments8, OnlineSoftmax};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{fence_proxy_async_shared, sync_threads};
 use warpforge_dsl::thread::thread_rank;

@@ -175,6 +175,25 @@ pub unsafe fn load_3d(dst: impl Into<LoadTarget>, map: &TensorMap, x: i32, y: i3
     }
 }
 
+/// Loads the 4-D box at (`x`, `y`, `z`, `w`) into `dst` (a box of depth 1 in `z`'s and `w`'s
+/// dimensions is the usual shape: e.g. attention's (head_dim, head, row, sequence) maps, whose
+/// box is one head's rows of one sequence), completing on `bar`.
+///
+/// # Safety
+/// As for [`load_2d`], with a 4-D map whose box is `COLS × 1 × ROWS × 1` of the target tile's
+/// type. A multicast target: as for [`load_2d_multicast`].
+#[inline(always)]
+pub unsafe fn load_4d(dst: impl Into<LoadTarget>, map: &TensorMap, x: i32, y: i32, z: i32, w: i32, bar: &Mbarrier) {
+    let dst = dst.into();
+    // SAFETY: forwarded to the caller; tiles are aligned for their swizzle by construction.
+    unsafe {
+        match dst.cta_mask {
+            None => raw::load_4d(dst.addr, map, x, y, z, w, bar.addr()),
+            Some(mask) => raw::load_4d_multicast(dst.addr, map, x, y, z, w, bar.addr(), mask),
+        }
+    }
+}
+
 /// Stores `src` to the 3-D box at (`x`, `y`, `z`) (depth-1 box; `z` selects a batch). Complete
 /// with [`commit_group`] + [`wait_group`]; elements outside the tensor are not written, except
 /// past an innermost extent that is not a multiple of 16 bytes (see the raw store's safety).

@@ -1,16 +1,16 @@
 //! Attention forward for Hopper: `O = softmax(scale · Q·Kᵀ [+ causal mask]) · V` per query
-//! head, bf16 or f16 Q/K/V/O, f32 accumulation, head dimensions 64 and 128, GQA/MQA, an
+//! head, bf16 or f16 Q/K/V/O, f32 accumulation, head dimensions 64, 128 and 256, GQA/MQA, an
 //! optional per-row log-sum-exp.
 //!
 //! Algorithm (FlashAttention-2/3's online softmax on wgmma): one CTA per (128-query tile,
 //! query head, sequence). The tile's two consumer warpgroups own 64 query rows each and walk
-//! the keys in blocks of 128: `S = Q·Kᵀ` by SS wgmma (`m64n128k16`, Q and K from shared
-//! memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
+//! the keys in blocks of `block_n(d)` keys, 128 at d ≤ 128 and 80 at d = 256: `S = Q·Kᵀ` by
+//! SS wgmma (`m64n128k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
 //! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
-//! from the S accumulator straight into RS A fragments (`parts::rows::AFragments8`: no shared
-//! memory, no shuffles) and `O += P·V` runs as RS wgmma with V read MN-major from shared
-//! memory. FA3's intra-warpgroup overlap: each step issues block j's `Q·Kᵀ` and then block
+//! from the S accumulator straight into RS A fragments (`parts::rows::AFragments8`, or
+//! `AFragments5` for 80 keys: no shared memory, no shuffles) and `O += P·V` runs as RS wgmma
+//! (`m64n{d}k16`, one per 16 keys) with V read MN-major from shared memory. FA3's intra-warpgroup overlap: each step issues block j's `Q·Kᵀ` and then block
 //! j − 1's `P·V`, waits for the scores only (`wait_group 1`), computes block j's softmax while
 //! `P·V` runs on the tensor cores, then waits for `P·V`, releases block j − 1's stage and
 //! rescales O by block j's factor. O is normalised by the row sums once at the end and stored
@@ -26,19 +26,27 @@
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread loads Q once (its own barrier) and then the K
 //!   and V boxes of every key block into a ring ([`parts::mainloop::produce`]), registers
-//!   lowered to 40;
-//! - warpgroups 1 and 2, consumers (registers raised to 232): as above; every consumer thread
+//!   lowered to 40 (32 at d = 256);
+//! - warpgroups 1 and 2, consumers (registers raised to 232, 240 at d = 256: O alone is 128
+//!   there, the 80-key scores 40 and their P 20): as above; every consumer thread
 //!   releases every ring stage once after its wait for the wgmmas reading it (the ring counts
 //!   256 arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
 //!
-//! Layout: Q, K, V, O packed `[rows, heads, head_dim]`, each sequence's rows contiguous
-//! (`[batch, seq, heads, head_dim]`, or variable length with cumulative offsets); the tensor
-//! maps are 3-D (head_dim, heads, rows) with one box shape, 64 columns × 1 head × 128 rows under
-//! 128-byte swizzle, for all three. A K box may run past its sequence into the next one's rows
-//! (or past the tensor: zero fill); those keys are masked, so their P is 0.
+//! Layout: Q, K, V and O are strided (head_dim, heads, rows, sequences) tensors, head_dim
+//! contiguous (packed `[batch, seq, heads, head_dim]`, torch's `[batch, heads, seq, head_dim]`,
+//! views of a fused QKV projection, or variable length: one sequence slice of all the rows and
+//! cumulative offsets); the tensor maps are 4-D with the caller's strides and boxes of 64
+//! columns × 1 head × 128 rows (Q) or × `block_n(d)` rows (K, V) × 1 sequence under 128-byte
+//! swizzle, and O is stored through `AttentionParams`' strides. A K box may run past its
+//! sequence (zero fill at fixed length; the next sequence's rows or zero fill at variable
+//! length); those keys are masked, so their P is 0.
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and a ring of (K, V) stages of
-//! 128 × d each: 4 stages at d = 64 (144 KiB), 3 at d = 128 (224 KiB). Measured ratio vs
+//! `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 at d = 128 (224 KiB), 2
+//! of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring
+//! depth, register split per head dimension) is `abi::attention_sm90`; the entries instantiate
+//! one generic body with it. The pieces around the pipeline (sequence geometry, wgmma operands,
+//! mask, output store) are `attention_sm90_parts`. Measured ratio vs
 //! FlashAttention/cuDNN: not yet measured (docs/PERF.md will keep it).
 //!
 //! FA3's inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their
@@ -47,152 +55,89 @@
 
 use core::marker::PhantomData;
 
-use warpforge_dsl::abi::attention_sm90::{BLOCK_M, BLOCK_N, CONSUMERS, HEAD_CHUNK};
+use warpforge_dsl::abi::attention_sm90::{self as shape, BLOCK_M, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
-use warpforge_dsl::logic::acc_rows::slot_row;
-use warpforge_dsl::logic::attention::{Sequence, block_needs_mask, kv_blocks, visible};
-use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M, acc_coord};
-use warpforge_dsl::math;
+use warpforge_dsl::logic::attention::kv_blocks;
+use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::produce;
-use warpforge_dsl::parts::rows::{self, AFragments8, OnlineSoftmax, Pack16};
+use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, OnlineSoftmax, Pack16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
 use warpforge_dsl::thread::{block_idx, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
-use warpforge_dsl::warpgroup::acc::{Acc64x128F32, Accumulator, WgmmaRs, WgmmaSs};
+use warpforge_dsl::warpgroup::acc::{
+    Acc64x64F32, Acc64x80F32, Acc64x128F32, Acc64x256F32, Accumulator, WgmmaRs, WgmmaSs,
+};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
 
-/// Rows of every box: a query tile's rows, a key block's keys.
-const ROWS: usize = BLOCK_N as usize;
-const _: () = assert!(BLOCK_M == BLOCK_N && BLOCK_M == CONSUMERS * WGMMA_M, "one box shape for Q, K and V");
-const _: () = assert!(BLOCK_N == 16 * AFragments8::STEPS, "P of a key block is one AFragments8");
+use crate::attention_sm90_parts::{Operands, Q_ROWS, Rows, sequence, slice, store_rows};
+
+const _: () = assert!(BLOCK_M == CONSUMERS * WGMMA_M, "each consumer warpgroup owns one wgmma M of queries");
 /// Head-dimension columns of a box.
-const CHUNK: usize = HEAD_CHUNK as usize;
-/// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
-const PRODUCER_REGS: u32 = 40;
-const CONSUMER_REGS: u32 = 232;
+pub(crate) const CHUNK: usize = HEAD_CHUNK as usize;
 /// Threads in each phase of a ping-pong turn barrier: both consumer warpgroups.
 const TURN_THREADS: u32 = CONSUMERS * WARPGROUP_THREADS;
 
-/// One box: 128 rows × 64 head columns. // (ROWS, CHUNK)
-type Chunk<T> = SmemTile<T, ROWS, CHUNK, Swizzle128B>;
-/// The scores of one warpgroup's 64 queries against one key block. // (64, BLOCK_N)
-type Scores = Acc64x128F32;
+/// A Q box: 128 query rows × 64 head columns. // (Q_ROWS, CHUNK)
+type QChunk<T> = SmemTile<T, Q_ROWS, CHUNK, Swizzle128B>;
+/// A K or V box: `BN` keys × 64 head columns. // (BN, CHUNK)
+type KvChunk<T, const BN: usize> = SmemTile<T, BN, CHUNK, Swizzle128B>;
 
-/// What one ring stage receives: the K and V boxes of a key block, `DC` head chunks each.
-struct KvStage<T, const DC: usize>(PhantomData<T>);
+/// What one ring stage receives: the K and V boxes of a `BN`-key block, `DC` head chunks each.
+struct KvStage<T, const DC: usize, const BN: usize>(PhantomData<T>);
 
-impl<T: Copy, const DC: usize> TmaLoad for KvStage<T, DC> {
-    const BYTES: u32 = 2 * DC as u32 * Chunk::<T>::BYTES;
+impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
+    const BYTES: u32 = 2 * DC as u32 * KvChunk::<T, BN>::BYTES;
 }
 
-/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets (clamped:
-/// `Sequence::from_offsets`).
+/// The kernel, generic over the element `T`, the scores accumulator `S` (64 × `BN`, one key
+/// block), P's fragments `P` (`BN / 16` K steps), the output accumulator `O` (64 × `D`), the
+/// head dimension `D` = `DC` chunks of 64, the keys per block `BN`, the ring depth, `KCH` =
+/// `RING · DC` (the K ring's boxes) and the producer's and consumers' register budgets (all
+/// from `abi::attention_sm90` for `D`).
 ///
 /// # Safety
-/// The offsets (when given) hold `batch + 2` entries at least.
+/// The maps describe Q, K and V as 4-D (head_dim, heads, rows, sequences) tensors of `T`
+/// under 128-byte swizzle with box 64 × 1 × 128 × 1 (Q) and 64 × 1 × `BN` × 1 (K and V, with
+/// the key/value heads; one sequence slice of every row at variable length); `p` as documented
+/// on [`AttentionParams`], its O (and LSE) buffers holding every element its strides reach for
+/// every row of every sequence; grid (`q_tiles · group`, heads_kv, batch), 384 threads,
+/// `attention_sm90::smem_plan(D)` launch bytes.
 #[inline(always)]
-unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
-    if p.cu_seqlens_q == 0 {
-        return Sequence::fixed(batch, p.seq_q, p.seq_k);
-    }
-    let (cu_q, cu_k, b) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32, batch as usize);
-    // SAFETY: `batch + 1` is inside both offset arrays (contract).
-    let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
-    Sequence::from_offsets(q0, q1, k0, k1, p.seq_q, p.seq_k, p.total_q)
-}
-
-/// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings.
-#[derive(Clone, Copy)]
-struct Operands<T, const DC: usize, const RING: usize, const KCH: usize> {
-    q: SmemTileRing<T, ROWS, CHUNK, Swizzle128B, DC>,
-    k: SmemTileRing<T, ROWS, CHUNK, Swizzle128B, KCH>,
-    v: SmemTileMnRing<T, ROWS, CHUNK, DC, Swizzle128B, RING>,
-    wg: u32,
-}
-
-impl<T: WgmmaElement, const DC: usize, const RING: usize, const KCH: usize> Operands<T, DC, RING, KCH> {
-    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows (not committed).
-    ///
-    /// # Safety
-    /// The whole warpgroup, convergently, after `warpgroup::fence`; Q and the stage have landed
-    /// and stay until a wait covers these wgmmas.
-    #[inline(always)]
-    unsafe fn scores(&self, s: &mut Scores, stage: u32)
-    where
-        Scores: WgmmaSs<T::Kind, T::Kind>,
-    {
-        for c in 0..DC as u32 {
-            let q = self.q.stage(c).rows::<{ WGMMA_M as usize }>(self.wg);
-            // SAFETY: forwarded to the caller.
-            unsafe { warpgroup::mma(s, &q, &self.k.stage(stage * DC as u32 + c), c > 0) };
-        }
-    }
-
-    /// Issues `o += P·V_stage` (not committed).
-    ///
-    /// # Safety
-    /// As for [`Self::scores`]; `probs` is not modified before the covering wait.
-    #[inline(always)]
-    unsafe fn pv<O: WgmmaRs<T::Kind, T::Kind>>(&self, o: &mut O, probs: &AFragments8, stage: u32) {
-        for k in 0..AFragments8::STEPS {
-            // SAFETY: forwarded to the caller.
-            unsafe { warpgroup::mma_rs(o, probs.step(k), &self.v.stage(stage), k, true) };
-        }
-    }
-}
-
-/// What a consumer warpgroup's mask depends on: its first query, the sequence lengths, the
-/// causal flag and this thread's index in the warpgroup.
-#[derive(Clone, Copy)]
-struct Rows {
-    q0: u32,
-    q_len: u32,
-    k_len: u32,
-    causal: bool,
-    thread: u32,
-}
-
-impl Rows {
-    /// Sets the scores of key block `block` that a row must not see to `-inf` (only where the
-    /// block cuts the sequence end or the causal diagonal of these rows).
-    #[inline(always)]
-    fn mask(&self, s: &mut Scores, block: u32) {
-        let r = *self;
-        if block_needs_mask(block, BLOCK_N, r.q0, r.q_len, r.k_len, r.causal) {
-            let key0 = block * BLOCK_N;
-            let keep = |row: u32, col: u32| visible(r.q0 + row, key0 + col, r.q_len, r.k_len, r.causal);
-            rows::mask(s, r.thread, f32::NEG_INFINITY, keep);
-        }
-    }
-}
-
-/// The kernel, generic over the element `T`, the output accumulator `O` (64 × `D`), the head
-/// dimension `D` = `DC` chunks of 64, the ring depth and `KCH` = `RING · DC` (the K ring's
-/// boxes).
-///
-/// # Safety
-/// The maps describe Q, K and V as 3-D (head_dim, heads, rows) tensors of `T` with box
-/// 64 × 1 × 128 under 128-byte swizzle (K and V with the key/value heads); `p` as documented on
-/// [`AttentionParams`], its O (and LSE) buffers holding every row of every sequence; grid
-/// (`q_tiles · group`, heads_kv, batch), 384 threads, `attention_sm90::smem_plan(D)` launch bytes.
-#[inline(always)]
-unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, const KCH: usize>(
+unsafe fn attention<
+    T,
+    S,
+    P,
+    O,
+    const D: usize,
+    const DC: usize,
+    const BN: usize,
+    const RING: usize,
+    const KCH: usize,
+    const PRODUCER_REGS: u32,
+    const CONSUMER_REGS: u32,
+>(
     q_map: &TensorMap,
     k_map: &TensorMap,
     v_map: &TensorMap,
     p: &AttentionParams,
 ) where
     T: WgmmaElement + Pack16 + Output,
+    S: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
+    P: AFragments,
     O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
-    Scores: WgmmaSs<T::Kind, T::Kind>,
 {
-    const { assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC, "tile shapes agree") };
+    const {
+        assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC, "tile shapes agree");
+        assert!(S::N as usize == BN && BN as u32 == 16 * P::STEPS, "a key block is the scores' N and P's K");
+        assert!(BN as u32 == shape::block_n(D as u32) && RING as u32 == shape::stages(D as u32), "the ABI's plan");
+    };
+    let block_n = BN as u32;
     // x walks the heads of a GQA group fastest (they read the same K/V blocks at about the same
     // time: once from HBM, then from L2), then the query tiles, last first; y is the key/value
     // head. `max(1)`: the host passes a group ≥ 1; no division-by-zero path (and no panic).
@@ -207,13 +152,13 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         return;
     }
     let causal = p.causal != 0;
-    let blocks = kv_blocks(m0, BLOCK_M, seq.q_len, seq.k_len, causal, BLOCK_N);
+    let blocks = kv_blocks(m0, BLOCK_M, seq.q_len, seq.k_len, causal, block_n);
 
     // Shared-memory plan (`abi::attention_sm90::smem_plan`).
     let mut smem = DynamicShared::window();
-    let q_tile = SmemTileRing::<T, ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
-    let k_ring = SmemTileRing::<T, ROWS, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
-    let v_ring = SmemTileMnRing::<T, ROWS, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
+    let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
+    let k_ring = SmemTileRing::<T, BN, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
+    let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
     // SAFETY: initialised below by thread 0 before the pipeline's init fence, published by the
@@ -242,31 +187,32 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
         // SAFETY: all 32 lanes of warp 0 call it together.
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
-            let kv_head = kv_head as i32;
+            let (kv_head, seq_slice) = (kv_head as i32, slice(p, batch) as i32);
             let q_row = (seq.q_base + m0) as i32;
             // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded next.
-            unsafe { q_full.arrive_expect_tx(DC as u32 * Chunk::<T>::BYTES) };
+            unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
             for c in 0..DC as u32 {
+                let x = c as i32 * CHUNK as i32;
                 // SAFETY: Q's map has this box (contract); nothing reads the tile before the
                 // barrier completes.
-                unsafe { tma::load_3d(&q_tile.stage(c), q_map, c as i32 * CHUNK as i32, head as i32, q_row, &q_full) };
+                unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, head as i32, q_row, seq_slice, &q_full) };
             }
             let load = |stage: u32, block: u32, full: &Mbarrier| {
-                let key_row = (seq.k_base + block * BLOCK_N) as i32;
+                let key_row = (seq.k_base + block * block_n) as i32;
                 for c in 0..DC as u32 {
                     let x = c as i32 * CHUNK as i32;
                     // SAFETY: the maps' boxes are the chunk (contract); the slot was acquired
                     // free by `produce`.
                     unsafe {
-                        tma::load_3d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, full);
-                        tma::load_3d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, full);
+                        tma::load_4d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, seq_slice, full);
+                        tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
                     }
                 }
             };
             let mut state = PipelineState::<RING>::START;
             // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s bytes
             // (full boxes: out-of-bounds rows are zero-filled).
-            unsafe { produce::<KvStage<T, DC>, RING>(&pipe, &mut state, 0..blocks, load) };
+            unsafe { produce::<KvStage<T, DC, BN>, RING>(&pipe, &mut state, 0..blocks, load) };
         }
         return;
     }
@@ -275,12 +221,11 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let wg = warpgroup_id() - 1;
-    let t = warpgroup::thread_index();
     // This warpgroup's first query, and the softmax scale in base-2 units.
     let q0 = m0 + wg * WGMMA_M;
     let scale = p.scale_log2;
     let operands = Operands { q: q_tile, k: k_ring, v: v_ring, wg };
-    let own_rows = Rows { q0, q_len: seq.q_len, k_len: seq.k_len, causal, thread: t };
+    let own_rows = Rows { q0, q_len: seq.q_len, k_len: seq.k_len, causal };
     // FA3's ping-pong: the two consumer warpgroups take turns issuing their wgmmas, so one's
     // softmax runs while the tensor cores work through the other's. Barrier 1 is warpgroup 0's
     // turn, 2 warpgroup 1's; a warpgroup syncs on its own before each issue and arrives on the
@@ -301,7 +246,7 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
 
     // Key block 0: its scores and P (O is still zero: nothing to rescale).
     pipe.consumer_wait(state);
-    let mut s = Scores::ZERO;
+    let mut s = S::ZERO;
     // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and stay
     // until this warpgroup's release, after the covering wait; one turn (see above).
     unsafe {
@@ -315,7 +260,7 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     own_rows.mask(&mut s, 0);
     // SAFETY: every lane of the warpgroup is here.
     unsafe { softmax.step(&mut s, scale) };
-    let mut probs = AFragments8::of::<T, _>(&s);
+    let mut probs = P::of::<T, _>(&s);
 
     // Then per block: issue its `Q·Kᵀ` and the previous block's `P·V`, and compute its softmax
     // while `P·V` runs (FA3's intra-warpgroup overlap); rescale O once `P·V` has landed.
@@ -324,7 +269,7 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         let previous = state;
         state.advance();
         pipe.consumer_wait(state);
-        let mut s = Scores::ZERO;
+        let mut s = S::ZERO;
         // SAFETY: as above; the scores' group is committed first, so `wait::<1>` returns once
         // they have landed while `P·V` may still run; `probs` is not modified before `wait::<0>`
         // (it is rewritten after it).
@@ -350,7 +295,7 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
         rows::scale_rows(&mut o, alpha);
         // Rounded only now: the fragments may take the registers `P·V` was reading (a write
         // before its wait would serialise the wgmmas, ptxas C7513).
-        probs = AFragments8::of::<T, _>(&s);
+        probs = P::of::<T, _>(&s);
         block += 1;
     }
     // SAFETY: as above, for the last block's `P·V`.
@@ -369,51 +314,14 @@ unsafe fn attention<T, O, const D: usize, const DC: usize, const RING: usize, co
     }
 
     // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.
-    // SAFETY: every lane is here.
-    let sum = unsafe { softmax.total() };
-    let max = softmax.max;
-    rows::scale_rows(&mut o, sum.map(|l| if l > 0.0 { math::rcp(l) } else { 0.0 }));
-    let row_elems = p.heads_q as u64 * D as u64;
-    let o_base = p.o as *mut u32;
-    let mut low = 0.0;
-    o.for_each(|i, v| {
-        if i % 2 == 0 {
-            low = v;
-            return;
-        }
-        // Registers 2j, 2j + 1: columns c, c + 1 of one row.
-        let (r, c) = acc_coord(t, i as u32 - 1);
-        let q = q0 + r;
-        if q < seq.q_len {
-            let element = (seq.q_base + q) as u64 * row_elems + head as u64 * D as u64 + c as u64;
-            // SAFETY: a row of this sequence inside O (contract); `c` is even, so the pair is
-            // 4-byte aligned.
-            unsafe { *o_base.add((element / 2) as usize) = T::staged_pair(low, v) };
-        }
-    });
-    if p.lse != 0 && t % 4 == 0 {
-        for slot in 0..2 {
-            let q = q0 + slot_row(t, slot);
-            if q < seq.q_len {
-                let l = sum.get(slot);
-                let lse =
-                    if l > 0.0 { (max.get(slot) + math::log2(l)) * core::f32::consts::LN_2 } else { f32::NEG_INFINITY };
-                // Fixed length: [batch, heads_q, seq_q]; variable length: [heads_q, total rows].
-                let index = if p.cu_seqlens_q == 0 {
-                    (batch as u64 * p.heads_q as u64 + head as u64) * p.seq_q as u64 + q as u64
-                } else {
-                    head as u64 * p.total_q as u64 + (seq.q_base + q) as u64
-                };
-                // SAFETY: inside the LSE buffer (contract).
-                unsafe { *(p.lse as *mut f32).add(index as usize) = lse };
-            }
-        }
-    }
+    // SAFETY: the whole warpgroup, after the last wait; the buffers as the contract says.
+    unsafe { store_rows::<T, O>(o, &softmax, p, seq, (batch, head, q0)) };
 }
 
-/// `#[kernel]` entries over [`attention`]: name, element, head dimension, output accumulator.
+/// `#[kernel]` entries over [`attention`]: name, element, head dimension, scores accumulator
+/// (64 × `block_n(d)`), P's fragments, output accumulator (64 × d).
 macro_rules! attention_entries {
-    ($($name:ident: $t:ty, $d:literal, $acc:ty;)*) => {$(
+    ($($name:ident: $t:ty, $d:literal, $scores:ty, $probs:ty, $acc:ty;)*) => {$(
         /// Attention forward entry point; see the module docs and [`AttentionParams`].
         ///
         /// # Safety
@@ -425,17 +333,26 @@ macro_rules! attention_entries {
             #[grid_constant] v_map: &TensorMap,
             params: AttentionParams,
         ) {
-            const RING: usize = warpforge_dsl::abi::attention_sm90::stages($d) as usize;
+            const RING: usize = shape::stages($d) as usize;
+            const BN: usize = shape::block_n($d) as usize;
             const DC: usize = $d / CHUNK;
+            const PRODUCER: u32 = shape::producer_regs($d);
+            const CONSUMER: u32 = shape::consumer_regs($d);
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { attention::<$t, $acc, $d, DC, RING, { RING * DC }>(q_map, k_map, v_map, &params) }
+            unsafe {
+                attention::<$t, $scores, $probs, $acc, $d, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER>(
+                    q_map, k_map, v_map, &params,
+                )
+            }
         }
     )*};
 }
 
 attention_entries! {
-    attention_bf16_d64_sm90: Bf16, 64, warpforge_dsl::warpgroup::acc::Acc64x64F32;
-    attention_bf16_d128_sm90: Bf16, 128, Acc64x128F32;
-    attention_f16_d64_sm90: F16, 64, warpforge_dsl::warpgroup::acc::Acc64x64F32;
-    attention_f16_d128_sm90: F16, 128, Acc64x128F32;
+    attention_bf16_d64_sm90: Bf16, 64, Acc64x128F32, AFragments8, Acc64x64F32;
+    attention_bf16_d128_sm90: Bf16, 128, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_bf16_d256_sm90: Bf16, 256, Acc64x80F32, AFragments5, Acc64x256F32;
+    attention_f16_d64_sm90: F16, 64, Acc64x128F32, AFragments8, Acc64x64F32;
+    attention_f16_d128_sm90: F16, 128, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_f16_d256_sm90: F16, 256, Acc64x80F32, AFragments5, Acc64x256F32;
 }

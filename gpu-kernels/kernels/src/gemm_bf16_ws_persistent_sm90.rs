@@ -37,6 +37,8 @@ use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::{Output, Staging};
 use warpforge_dsl::parts::mainloop::{Consumer, SsStage, StageRelease, produce};
+#[cfg(doc)]
+use warpforge_dsl::parts::schedule::ExpertTiles;
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
@@ -107,19 +109,26 @@ pub trait TileEpilogue<W> {
 /// as documented on [`GemmParams`]; `plan` over 64-row tiles when `PINGPONG`, 128-row ones
 /// otherwise, over the launch's grid (÷ 2 for pairs), data-parallel for ping-pong and pairs; all
 /// valid for the launch; 384 threads, `gemm_sm90::SMEM_BYTES` of dynamic shared memory.
+/// `schedule` turns the CTA's tile geometry into the units every role follows: [`dense`] for
+/// `plan` as it is, or a grouped GEMM's [`ExpertTiles`] over it (whose batches of B may differ
+/// from A's and whose units may be skipped: cooperative only).
 #[inline(always)]
-pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, const RING: usize>(
+pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, const RING: usize>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
     p: &GemmParams,
     plan: &TilePlan,
+    schedule: impl FnOnce(TileGeometry) -> S,
 ) where
     T: WgmmaElement,
     E: TileEpilogue<W>,
     W: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
     G: CtaGroup,
+    S: TileScheduler,
 {
+    // Ping-pong consumers skip the other warpgroup's stages by count: every unit must load.
+    const { assert!(!(PINGPONG && S::SKIPS), "ping-pong consumers need schedules without skipped units") };
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
     let a_top = ARing::<T, RING>::alloc(&mut smem);
@@ -159,7 +168,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
         ctas_per_worker: G::CTAS,
         rank: G::rank(),
     };
-    let units = GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    let units = schedule(geometry);
     let worker = block_idx().x / G::CTAS;
 
     if warpgroup_id() == 0 {
@@ -171,7 +180,11 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
             while let Some(unit) = units.unit(worker, index) {
-                let (batch, m0, n0) = (unit.batch, unit.m0, unit.n0);
+                if unit.skip {
+                    index += 1;
+                    continue;
+                }
+                let (batch, b_batch, m0, n0) = (unit.batch, unit.b_batch, unit.m0, unit.n0);
                 let slices = unit.k_begin..unit.k_end;
                 if PINGPONG {
                     let load = |stage: u32, slice: u32, full: &Mbarrier| {
@@ -180,7 +193,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
                         // acquired free by `produce`.
                         unsafe {
                             tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
-                            G::load_b(&b_ring, stage, b_map, (k0, n0, batch), full);
+                            G::load_b(&b_ring, stage, b_map, (k0, n0, b_batch), full);
                         }
                     };
                     // SAFETY: the one producer thread; each slot gets this warpgroup tile's A rows
@@ -194,7 +207,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
                         unsafe {
                             tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
                             tma::load_3d(&a_bottom.stage(stage), a_map, k0, m1, batch, full);
-                            G::load_b(&b_ring, stage, b_map, (k0, n0, batch), full);
+                            G::load_b(&b_ring, stage, b_map, (k0, n0, b_batch), full);
                         }
                     };
                     // SAFETY: as above, with both warpgroups' A rows.
@@ -229,6 +242,10 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
     // The worker is read in place per trip (`block_idx_x_in_place`): held across the main loop
     // it would cost registers there.
     while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
+        if unit.skip {
+            index += unit_step;
+            continue;
+        }
         if PINGPONG && index > 0 {
             // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
             // its stages (a whole tile's: ping-pong plans are data-parallel), and start once its
@@ -292,14 +309,29 @@ pub(crate) unsafe fn gemm<T, E, W, G, const PINGPONG: bool, const BN: usize, con
     }
 }
 
+/// The units of a dense (batched) GEMM: `plan` as the host built it.
+#[inline(always)]
+pub(crate) fn dense(plan: &TilePlan, geometry: TileGeometry) -> GroupedStreamK {
+    GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry }
+}
+
 /// The wide tile (128 × 256, or 64 × 256 per ping-pong warpgroup): accumulator, columns, stages.
 macro_rules! wide {
     ($input:ty, $epilogue:ty, $pingpong:literal) => {
+        $crate::gemm_bf16_ws_persistent_sm90::wide!(
+            $input,
+            $epilogue,
+            $pingpong,
+            warpforge_dsl::parts::schedule::GroupedStreamK
+        )
+    };
+    ($input:ty, $epilogue:ty, $pingpong:literal, $schedule:ty) => {
         $crate::gemm_bf16_ws_persistent_sm90::gemm::<
             $input,
             $epilogue,
             warpforge_dsl::warpgroup::acc::Acc64x256F32,
             $crate::gemm_sm90_ctas::Solo,
+            $schedule,
             $pingpong,
             { warpforge_dsl::abi::gemm_sm90::BLOCK_N as usize },
             { warpforge_dsl::abi::gemm_sm90::STAGES as usize },
@@ -314,6 +346,7 @@ macro_rules! narrow {
             $epilogue,
             warpforge_dsl::warpgroup::acc::Acc64x128F32,
             $crate::gemm_sm90_ctas::Solo,
+            warpforge_dsl::parts::schedule::GroupedStreamK,
             $pingpong,
             { warpforge_dsl::abi::gemm_sm90::NARROW_BLOCK_N as usize },
             { warpforge_dsl::abi::gemm_sm90::NARROW_STAGES as usize },
@@ -324,7 +357,16 @@ macro_rules! narrow {
 /// multicasts it to both.
 macro_rules! wide_pair {
     ($input:ty, $epilogue:ty, $pingpong:literal) => {
-        gemm::<$input, $epilogue, Acc64x256F32, Pair, $pingpong, { BLOCK_N as usize }, { STAGES as usize }>
+        gemm::<
+            $input,
+            $epilogue,
+            Acc64x256F32,
+            Pair,
+            GroupedStreamK,
+            $pingpong,
+            { BLOCK_N as usize },
+            { STAGES as usize },
+        >
     };
 }
 pub(crate) use {narrow, wide};
@@ -346,7 +388,7 @@ macro_rules! gemm_entries {
             plan: warpforge_dsl::abi::TilePlan,
         ) {
             // SAFETY: forwarded to the launcher's contract.
-            unsafe { $tile!($input, $epilogue, $pingpong)(a_map, b_map, d_map, &params, &plan) }
+            unsafe { $tile!($input, $epilogue, $pingpong)(a_map, b_map, d_map, &params, &plan, |geometry| $crate::gemm_bf16_ws_persistent_sm90::dense(&plan, geometry)) }
         }
     )*};
 }

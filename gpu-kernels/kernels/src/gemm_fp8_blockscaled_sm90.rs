@@ -18,12 +18,13 @@
 //! Warp roles (384 threads), as in the body: warpgroup 0 is the producer (one elected thread
 //! issues each slot's three TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
 //! consumers (64 rows × 128 columns each: a 64-register sum and a 64-register scratch per
-//! thread; registers raised to 232), cooperative on 128 × 128 tiles.
+//! thread; registers raised to 232), cooperative on 128 × 128 tiles. A consumer waits for its
+//! block's wgmmas before promoting them, so the two consumers take turns to issue
+//! (`parts::turns::TakeTurns`, named barriers 3 and 4): one's wgmmas occupy the tensor cores
+//! while the other promotes, instead of both promoting at once.
 //!
 //! Shared memory: 6 slots × (128 + 128) × 128 B = 192 KiB of ring, 32 KiB of output staging,
-//! the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Performance is not yet measured (no
-//! docs/PERF.md entry); the first version waits for every block's wgmmas before promoting, so
-//! the tensor cores idle during each promotion (a second scratch tile would overlap them).
+//! the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
 
 use warpforge_dsl::abi::gemm_fp8_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
 use warpforge_dsl::abi::gemm_sm90::{CONSUMERS, PARTIAL_SLOT_FLOATS};
@@ -36,6 +37,7 @@ use warpforge_dsl::parts::epilogue::Staging;
 use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, produce};
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 use warpforge_dsl::parts::stream_k::PartialSlots;
+use warpforge_dsl::parts::turns::TakeTurns;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
@@ -70,15 +72,22 @@ type Acc = Acc64x128F32;
 /// with 64 × 64 × 1 boxes; `p` describes D as on [`GemmParams`] with `alpha = 1`, no C, bias or
 /// activation, `m ≥ 1`; `s` A's and B's scales for M, N and `k_blocks = ceil(K / 128)`;
 /// `plan` over 128 × 128 tiles of one batch and `k_blocks` slices per tile, for the launch's
-/// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory.
+/// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory. `schedule` turns
+/// the tile geometry into the units every role follows (the dense plan, or a grouped GEMM's
+/// `ExpertTiles` over it, whose A/D batch `b` and B batch `e` take the scales at
+/// `s.a + b · scale_strides.0` and `s.b + e · scale_strides.1`, each batch's laid out as above
+/// with A's `m` rows).
 #[inline(always)]
-unsafe fn gemm(
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn gemm<S: TileScheduler>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
     p: &GemmParams,
     plan: &TilePlan,
     s: &BlockScaleParams,
+    schedule: impl FnOnce(TileGeometry) -> S,
+    scale_strides: (u64, u64),
 ) {
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
@@ -101,7 +110,7 @@ unsafe fn gemm(
 
     let geometry =
         TileGeometry { block_m: BLOCK_M, block_n: BLOCK_N, raster_rows: plan.raster_rows, ctas_per_worker: 1, rank: 0 };
-    let units = GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    let units = schedule(geometry);
     let worker = block_idx().x;
 
     if warpgroup_id() == 0 {
@@ -113,15 +122,19 @@ unsafe fn gemm(
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
             while let Some(unit) = units.unit(worker, index) {
-                let (m0, n0) = (unit.m0, unit.n0);
+                if unit.skip {
+                    index += 1;
+                    continue;
+                }
+                let (batch, b_batch, m0, n0) = (unit.batch, unit.b_batch, unit.m0, unit.n0);
                 let load = |stage: u32, slice: u32, full: &warpforge_dsl::mbarrier::Mbarrier| {
                     let k0 = (slice * BLOCK_K) as i32;
                     // SAFETY: the maps' boxes match the tiles (host contract); the slot was
                     // acquired free by `produce`.
                     unsafe {
-                        tma::load_3d(&a_top.stage(stage), a_map, k0, m0, 0, full);
-                        tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, 0, full);
-                        tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, 0, full);
+                        tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
+                        tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, full);
+                        tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, b_batch, full);
                     }
                 };
                 // SAFETY: the one producer thread; each slot gets both warpgroups' A rows and B:
@@ -146,15 +159,28 @@ unsafe fn gemm(
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
     let operands = SsStage { a: a_ring, b: b_ring };
-    let mut consumer = Consumer::new(pipe, OwnCta, leader);
+    // The two warpgroups issue their K blocks in turn, so one's wgmmas run while the other
+    // promotes (ids 3 and 4: this protocol's alone).
+    // SAFETY: both consumer warpgroups, once; both issue every slice of every unit of this
+    // worker (cooperative tiles, the same skips) and finish below.
+    let turns = unsafe { TakeTurns::new(3, half) };
+    let mut consumer = Consumer::ordered(pipe, OwnCta, leader, turns);
     let mut index = 0;
     while let Some(unit) = units.unit(block_idx_x_in_place(), index) {
+        if unit.skip {
+            index += 1;
+            continue;
+        }
         let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
         let upper = row0 + acc_thread_row(warpgroup::thread_index());
-        // SAFETY: `m ≥ 1`; the scales cover M, N and `k_blocks`, and the unit's slices are
-        // below `k_blocks` (kernel contract); `n0` is a tile's first column, below N.
-        let scales =
-            unsafe { GroupBlockScales::new(s.a, s.b, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin) };
+        let a_scales = s.a + unit.batch as u64 * scale_strides.0 * 4;
+        let b_scales = s.b + unit.b_batch as u64 * scale_strides.1 * 4;
+        // SAFETY: `m ≥ 1`; the unit's batches' scales cover M, N and `k_blocks`, and the
+        // unit's slices are below `k_blocks` (kernel contract); `n0` is a tile's first column,
+        // below N.
+        let scales = unsafe {
+            GroupBlockScales::new(a_scales, b_scales, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin)
+        };
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
         let promoted: Promoted<Acc> = unsafe { consumer.mainloop(unit.slices(), &stage) };
@@ -183,7 +209,7 @@ unsafe fn gemm(
             staging: &my_staging,
             barrier: &wg_barrier,
             leader,
-            batch: 0,
+            batch: unit.batch as u32,
             row0,
             col0: unit.n0 as u32,
         };
@@ -191,6 +217,8 @@ unsafe fn gemm(
         unsafe { <Linear<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
         index += 1;
     }
+    // SAFETY: both warpgroups, once, after their last issue.
+    unsafe { turns.finish() };
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.
         tma::wait_group::<0>();
@@ -212,6 +240,7 @@ pub unsafe fn gemm_fp8_blockscaled_bf16_sm90(
     plan: TilePlan,
     scales: BlockScaleParams,
 ) {
-    // SAFETY: forwarded to the launcher's contract.
-    unsafe { gemm(a_map, b_map, d_map, &params, &plan, &scales) }
+    let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    // SAFETY: forwarded to the launcher's contract (one batch: no scale strides).
+    unsafe { gemm(a_map, b_map, d_map, &params, &plan, &scales, dense, (0, 0)) }
 }

@@ -8,6 +8,8 @@
 
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod attention_sm90;
+#[cfg(warpforge_arch = "sm_90a")]
+mod attention_sm90_parts;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod clc_visit_sm100;
 pub mod elementwise;
@@ -21,6 +23,8 @@ pub mod gemm_decode_sm90;
 pub mod gemm_epilogue;
 #[cfg(warpforge_arch = "sm_90a")]
 pub mod gemm_fp8_blockscaled_sm90;
+#[cfg(warpforge_arch = "sm_90a")]
+pub mod gemm_grouped_sm90;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod gemm_mxf8_blockscaled_sm100;
 #[cfg(warpforge_arch = "sm_90a")]

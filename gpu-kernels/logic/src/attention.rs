@@ -47,8 +47,8 @@ pub const fn block_needs_mask(block: u32, block_n: u32, q0: u32, q_len: u32, k_l
     last_key >= k_len as u64 || (causal && last_key + q_len as u64 > q0 as u64 + k_len as u64)
 }
 
-/// Where one sequence's rows lie in the packed `[rows, heads, head_dim]` tensors, and how many
-/// there are.
+/// Where one sequence's rows lie in its sequence slice of the (head_dim, heads, rows,
+/// sequences) tensors, and how many there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sequence {
     /// First row of its queries (in Q and O).
@@ -62,9 +62,10 @@ pub struct Sequence {
 }
 
 impl Sequence {
-    /// Sequence `batch` of a fixed-length batch.
-    pub const fn fixed(batch: u32, seq_q: u32, seq_k: u32) -> Self {
-        Sequence { q_base: batch * seq_q, q_len: seq_q, k_base: batch * seq_k, k_len: seq_k }
+    /// A sequence of a fixed-length batch: its rows start at 0 of its own sequence slice of the
+    /// tensors (the kernel selects the slice by the batch index).
+    pub const fn fixed(seq_q: u32, seq_k: u32) -> Self {
+        Sequence { q_base: 0, q_len: seq_q, k_base: 0, k_len: seq_k }
     }
 
     /// The sequence between cumulative offsets `q0..q1` (queries) and `k0..k1` (keys). The
@@ -92,7 +93,7 @@ mod tests {
         #[test]
         fn visited_blocks_cover_every_visible_key_and_unmasked_blocks_are_fully_visible(
             q_len in 1u32..400, k_len in 1u32..400, causal: bool, tile in 0u32..4,
-            rows in prop::sample::select(vec![64u32, 128]), block_n in prop::sample::select(vec![64u32, 128]),
+            rows in prop::sample::select(vec![64u32, 128]), block_n in prop::sample::select(vec![64u32, 80, 128]),
         ) {
             let q0 = tile * rows;
             prop_assume!(q0 < q_len);
@@ -136,6 +137,30 @@ mod tests {
                 prop_assert_eq!((s.q_len, s.k_len), (q1 - q0, k1 - k0), "valid offsets are kept");
             }
         }
+    }
+
+    #[test]
+    fn eighty_key_blocks() {
+        // Head dimension 256 walks the keys in blocks of 80: 300 keys are 4 blocks (the last
+        // holds keys 240..320, 20 of them past the end), 320 keys exactly 4.
+        assert_eq!(kv_blocks(0, 128, 128, 300, false, 80), 4);
+        assert_eq!(kv_blocks(0, 128, 128, 320, false, 80), 4);
+        assert_eq!(kv_blocks(0, 128, 128, 321, false, 80), 5);
+        assert!(block_needs_mask(3, 80, 0, 128, 300, false) && !block_needs_mask(2, 80, 0, 128, 300, false));
+        assert!(!block_needs_mask(3, 80, 0, 128, 320, false));
+        // Causal, 300 × 300: the tile of queries 128..256 sees keys < 256, i.e. blocks 0..=3
+        // (block 3 is keys 240..320, cut by the diagonal); its first half (queries 128..192,
+        // the first seeing keys ≤ 128) needs no mask on block 0 but does on block 1 (80..160).
+        assert_eq!(kv_blocks(128, 128, 300, 300, true, 80), 4);
+        assert!(!block_needs_mask(0, 80, 128, 300, 300, true) && block_needs_mask(1, 80, 128, 300, 300, true));
+        // The second half (queries 192..256) sees keys ≤ 192 unmasked on blocks 0 and 1; block 2
+        // (keys 160..240) needs a mask.
+        assert!(!block_needs_mask(1, 80, 192, 300, 300, true) && block_needs_mask(2, 80, 192, 300, 300, true));
+        // Bottom-right with more keys than queries: 100 queries, 1000 keys; the first query
+        // sees keys ≤ 900, so a 128-row tile visits ⌈1000 / 80⌉ = 13 blocks and block 11
+        // (keys 880..960) is the first that the diagonal cuts.
+        assert_eq!(kv_blocks(0, 128, 100, 1000, true, 80), 13);
+        assert!(!block_needs_mask(10, 80, 0, 100, 1000, true) && block_needs_mask(11, 80, 0, 100, 1000, true));
     }
 
     #[test]

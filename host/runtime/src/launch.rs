@@ -200,6 +200,10 @@ unsafe impl KernelParam for warpforge_abi::TilePlan {}
 // SAFETY: #[repr(C)] struct of two device addresses and two u32 (24 bytes); the launcher that
 // fills it vouches for the addresses.
 unsafe impl KernelParam for warpforge_abi::BlockScaleParams {}
+// SAFETY: #[repr(C)] struct of two u32, a device address and two u64 strides (32 bytes, no
+// padding); the kernel clamps every value it reads through the address (an index or a count) to
+// the tensors, and the launcher vouches for the address and the strides.
+unsafe impl KernelParam for warpforge_abi::GroupedParams {}
 // SAFETY: #[repr(C)] struct of u64 sizes and device addresses (80 bytes), as above.
 unsafe impl KernelParam for warpforge_abi::PackParams {}
 // SAFETY: #[repr(C)] struct of u64 pitches and device addresses and two u32 (56 bytes), as

@@ -39,6 +39,32 @@ impl<A: Accumulator> MainloopAcc for A {
     const START: Self = A::ZERO;
 }
 
+/// When a consumer warpgroup may issue a slot's wgmmas: at once ([`Unordered`]), or in turn
+/// with the other consumer warpgroup ([`super::turns::TakeTurns`]).
+pub trait IssueOrder: Copy {
+    /// Called by the whole warpgroup before the slot's wgmmas.
+    ///
+    /// # Safety
+    /// The whole warpgroup, convergently, once per slot, paired with [`IssueOrder::after_issue`].
+    unsafe fn before_issue(&self);
+    /// Called by the whole warpgroup once the slot's wgmmas are committed.
+    ///
+    /// # Safety
+    /// As for [`IssueOrder::before_issue`].
+    unsafe fn after_issue(&self);
+}
+
+/// Each warpgroup issues as soon as its slot has landed.
+#[derive(Clone, Copy)]
+pub struct Unordered;
+
+impl IssueOrder for Unordered {
+    #[inline(always)]
+    unsafe fn before_issue(&self) {}
+    #[inline(always)]
+    unsafe fn after_issue(&self) {}
+}
+
 /// Issues the wgmmas of one ring slot into an accumulator: the consumer's per-K-block hook.
 pub trait StageMma<A> {
     /// Whether each slot's wgmmas must complete before the consumer goes on: the consumer then
@@ -136,9 +162,10 @@ pub unsafe fn produce<S: TmaLoad, const RING: usize>(
 
 /// One consumer warpgroup's side of the ring: its position, release policy and leader.
 #[derive(Clone, Copy)]
-pub struct Consumer<R, const RING: usize> {
+pub struct Consumer<R, const RING: usize, O = Unordered> {
     pipe: Pipeline<RING>,
     release: R,
+    order: O,
     leader: bool,
     state: PipelineState<RING>,
     /// The slot of the group still in flight after [`Consumer::mainloop`].
@@ -149,8 +176,16 @@ impl<R: StageRelease, const RING: usize> Consumer<R, RING> {
     /// A consumer at the ring's start; `leader` is one thread of the warpgroup (it releases).
     #[inline(always)]
     pub fn new(pipe: Pipeline<RING>, release: R, leader: bool) -> Self {
+        Consumer::ordered(pipe, release, leader, Unordered)
+    }
+}
+
+impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
+    /// A consumer at the ring's start whose issues follow `order`.
+    #[inline(always)]
+    pub fn ordered(pipe: Pipeline<RING>, release: R, leader: bool, order: O) -> Self {
         let start = PipelineState::START;
-        Consumer { pipe, release, leader, state: start, pending: start }
+        Consumer { pipe, release, order, leader, state: start, pending: start }
     }
 
     /// Skips `slices` slots that another warpgroup consumes (ping-pong).
@@ -177,9 +212,11 @@ impl<R: StageRelease, const RING: usize> Consumer<R, RING> {
             // SAFETY: the whole warpgroup, convergent (contract); the slot's data has landed
             // (waited above) and stays until this warpgroup releases it, after a covering wait.
             unsafe {
+                self.order.before_issue();
                 warpgroup::fence();
                 mma.issue(&mut acc, self.state.stage, slice);
                 warpgroup::commit();
+                self.order.after_issue();
             }
             if M::PROMOTES {
                 // SAFETY: whole warpgroup; the wait covers the wgmmas `promote` reads.

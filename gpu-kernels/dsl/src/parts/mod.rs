@@ -6,7 +6,8 @@
 //! init, the register split, then per role a loop over its worker's units from a
 //! [`schedule::TileScheduler`]: the producer fills the ring with [`mainloop::produce`], each
 //! consumer warpgroup multiplies with a [`mainloop::Consumer`] (its per-K-block hook is a
-//! [`mainloop::StageMma`]; [`blockscaled`] is the FP8 issue-and-promote one) and hands its accumulator to an epilogue: [`epilogue::store_staged`]
+//! [`mainloop::StageMma`]; [`blockscaled`] is the FP8 issue-and-promote one, and [`turns`] orders
+//! two consumers' issues) and hands its accumulator to an epilogue: [`epilogue::store_staged`]
 //! or [`epilogue::store_direct`] with the kernel's element math (after register-tile ops such
 //! as [`epilogue::pair_columns`]), or a [`stream_k::PartialSlots`] hand-over. Row-wise register-tile
 //! ops (row max/sum, row scale, exp2, masks, accumulator → RS A fragment) are [`rows`].
@@ -18,3 +19,4 @@ pub mod rows;
 pub mod schedule;
 pub mod stream_k;
 pub mod tcgen05;
+pub mod turns;

@@ -164,48 +164,57 @@ pub fn a_fragment<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A, k_step: u32) -
     RegA(pair(0), pair(1), pair(2), pair(3))
 }
 
-/// The RS-form A fragments of all eight K steps of a 64 × 128 accumulator, rounded to 16 bits:
-/// 32 registers that an RS wgmma can read while the accumulator's own registers take the next
-/// block (attention's P of one 128-key block while `Q·Kᵀ` of the next one runs). A tuple
-/// struct: an array would live in local memory.
+/// The RS-form A fragments of every K step of a 64 × N f32 accumulator, rounded to 16 bits:
+/// registers an RS wgmma can read while the accumulator's own registers take the next block
+/// (attention's P of one key block while `Q·Kᵀ` of the next one runs). Implemented by tuple
+/// structs (an array would live in local memory), one per key-block width.
+pub trait AFragments: Copy {
+    /// K steps held (`N / 16`).
+    const STEPS: u32;
+
+    /// Rounds `acc` (64 × 16·STEPS) to `T` fragments ([`a_fragment`] of every K step).
+    fn of<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A) -> Self;
+
+    /// The fragment of K step `k` (`< STEPS`; call with a constant, from an unrolled loop).
+    fn step(&self, k: u32) -> &RegA;
+}
+
+/// P of a 128-key block: the eight K steps of a 64 × 128 accumulator (32 registers).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AFragments8(pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA);
 
-impl AFragments8 {
-    /// K steps held.
-    pub const STEPS: u32 = 8;
+/// P of an 80-key block: the five K steps of a 64 × 80 accumulator (20 registers).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AFragments5(pub RegA, pub RegA, pub RegA, pub RegA, pub RegA);
 
-    /// Rounds `acc` (64 × 128) to `T` fragments ([`a_fragment`] of every K step).
-    #[inline(always)]
-    pub fn of<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A) -> Self {
-        const { assert!(A::N == 16 * Self::STEPS, "a 64 × 128 accumulator") };
-        AFragments8(
-            a_fragment::<T, A>(acc, 0),
-            a_fragment::<T, A>(acc, 1),
-            a_fragment::<T, A>(acc, 2),
-            a_fragment::<T, A>(acc, 3),
-            a_fragment::<T, A>(acc, 4),
-            a_fragment::<T, A>(acc, 5),
-            a_fragment::<T, A>(acc, 6),
-            a_fragment::<T, A>(acc, 7),
-        )
-    }
+/// The [`AFragments`] impl of a tuple struct with one `RegA` field per K step.
+macro_rules! a_fragments {
+    ($name:ident: $($k:tt)*) => {
+        impl AFragments for $name {
+            const STEPS: u32 = [$($k),*].len() as u32;
 
-    /// The fragment of K step `k` (`< 8`; call with a constant, from an unrolled loop).
-    #[inline(always)]
-    pub fn step(&self, k: u32) -> &RegA {
-        match k {
-            0 => &self.0,
-            1 => &self.1,
-            2 => &self.2,
-            3 => &self.3,
-            4 => &self.4,
-            5 => &self.5,
-            6 => &self.6,
-            _ => &self.7,
+            #[inline(always)]
+            fn of<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A) -> Self {
+                const { assert!(A::N == 16 * Self::STEPS, "the accumulator's N is 16 per K step") };
+                $name($(a_fragment::<T, A>(acc, $k)),*)
+            }
+
+            #[inline(always)]
+            fn step(&self, k: u32) -> &RegA {
+                // Constant `k` folds the chain to one field; the last arm takes every k ≥
+                // STEPS − 1 (contract: k < STEPS).
+                a_fragments!(@step self, k, $($k)*)
+            }
         }
-    }
+    };
+    (@step $self:ident, $k:ident, $last:tt) => { &$self.$last };
+    (@step $self:ident, $k:ident, $first:tt $($rest:tt)+) => {
+        if $k == $first { &$self.$first } else { a_fragments!(@step $self, $k, $($rest)+) }
+    };
 }
+
+a_fragments!(AFragments8: 0 1 2 3 4 5 6 7);
+a_fragments!(AFragments5: 0 1 2 3 4);
 
 /// The running state of an online softmax over blocks of columns, per accumulator row, in
 /// base 2: `max` is the largest `score · scale` seen (`scale` = softmax scale · log2 e; `-inf`

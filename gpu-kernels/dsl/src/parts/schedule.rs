@@ -8,16 +8,28 @@
 //! (data-parallel, stream-K or the hybrid) over a grouped rasterisation
 //! (`logic::schedule::swizzled`) of the tiles of every batch stacked along M. A worker is a
 //! CTA, or a cluster of CTAs stacked along M that take adjacent tile rows of each unit.
+//!
+//! [`ExpertTiles`] is the grouped (mixture-of-experts) GEMMs' scheduler: the same units over the
+//! tiles of every expert, each told which expert's B it multiplies and whether it has rows at
+//! all (`logic::schedule::grouped`); the kernel's roles skip the units without rows together.
 
+use crate::abi::GroupedParams;
+use crate::logic::schedule::grouped::{contiguous_expert, masked_tile_has_rows};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
+use crate::thread::grid_dim;
 
 /// One scheduled piece of work: K slices `k_begin..k_end` of the output tile at (`m0`, `n0`)
-/// of `batch`.
+/// of `batch`, multiplying by B's batch `b_batch`.
 #[derive(Clone, Copy)]
 pub struct TileUnit {
-    /// Batch of the tile.
+    /// Batch of the tile (of A and D).
     pub batch: i32,
+    /// Batch of B (`batch` for a batched GEMM; the expert of a grouped one).
+    pub b_batch: i32,
+    /// The tile has no rows to compute (a grouped GEMM's padding or an expert's rows past its
+    /// count): every role of the worker passes over the unit without loading or storing.
+    pub skip: bool,
     /// First row of the tile.
     pub m0: i32,
     /// First column of the tile.
@@ -43,6 +55,8 @@ impl TileUnit {
 
 /// The unit sequence of each worker.
 pub trait TileScheduler {
+    /// Whether some units may come with [`TileUnit::skip`] set.
+    const SKIPS: bool = false;
     /// The `index`-th unit of `worker`, or `None` when the worker is done.
     fn unit(&self, worker: u32, index: u32) -> Option<TileUnit>;
 }
@@ -89,8 +103,11 @@ impl TileScheduler for GroupedStreamK {
         let g = self.geometry;
         let row = tile.m % g.raster_rows;
         let tile_row = g.ctas_per_worker * row + g.rank;
+        let batch = (tile.m / g.raster_rows) as i32;
         Some(TileUnit {
-            batch: (tile.m / g.raster_rows) as i32,
+            batch,
+            b_batch: batch,
+            skip: false,
             m0: (tile_row * g.block_m) as i32,
             n0: (tile.n * g.block_n) as i32,
             k_begin: unit.k_begin,
@@ -98,5 +115,83 @@ impl TileScheduler for GroupedStreamK {
             role: unit.role,
             contributors,
         })
+    }
+}
+
+/// The units of a grouped GEMM in one layout (`MASKED`, fixed per entry so that neither role
+/// carries the layout, nor, contiguous, A's batch): whole tiles round robin over the grid
+/// (data-parallel: worker `w` takes tiles `w`, `w + grid`, …) of `raster`, the tile rows of
+/// every expert stacked along M (contiguous: one batch of `M_total` rows; masked: a batch of
+/// `capacity` rows per expert), each told its expert and whether it has rows from the device
+/// (the row's expert index or the expert's valid-row count), every value mapped inside the
+/// tensors or to a skip. Simpler than [`GroupedStreamK`] on purpose: the producer decodes a
+/// unit within its 40 registers.
+#[derive(Clone, Copy)]
+pub struct ExpertTiles<const MASKED: bool> {
+    raster: Rasterization,
+    geometry: TileGeometry,
+    k_slices: u32,
+    groups: *const i32,
+    experts: u32,
+    capacity: u32,
+}
+
+impl<const MASKED: bool> ExpertTiles<MASKED> {
+    /// The grouped units of `raster` (one worker per CTA of the grid, `k_slices` K slices per
+    /// tile) under `params`.
+    ///
+    /// # Safety
+    /// `params.groups` addresses one readable i32 per row of A (contiguous: the raster's rows ×
+    /// the tile height, a multiple of it, in one batch) or per expert (masked: the raster's
+    /// batches of `geometry.raster_rows` rows are the experts, `params.capacity` rows each), for
+    /// the whole launch; `k_slices ≥ 1`; the raster has fewer than `2^32 − gridDim.x` tiles.
+    #[inline(always)]
+    pub unsafe fn new(raster: Rasterization, geometry: TileGeometry, k_slices: u32, params: &GroupedParams) -> Self {
+        ExpertTiles {
+            raster,
+            geometry,
+            k_slices,
+            groups: params.groups as *const i32,
+            experts: params.experts,
+            capacity: params.capacity,
+        }
+    }
+}
+
+impl<const MASKED: bool> TileScheduler for ExpertTiles<MASKED> {
+    const SKIPS: bool = true;
+
+    #[inline(always)]
+    fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
+        let tile = self.raster.coord(worker + index * grid_dim().x)?;
+        let g = self.geometry;
+        let mut unit = TileUnit {
+            batch: (tile.m / g.raster_rows) as i32,
+            b_batch: 0,
+            skip: false,
+            m0: ((tile.m % g.raster_rows) * g.block_m) as i32,
+            n0: (tile.n * g.block_n) as i32,
+            k_begin: 0,
+            k_end: self.k_slices,
+            role: UnitRole::Whole,
+            contributors: (worker, worker),
+        };
+        if MASKED {
+            unit.b_batch = unit.batch;
+            // SAFETY: the unit's batch is an expert (the raster's batches are the experts).
+            let count = unsafe { *self.groups.add(unit.batch as usize) };
+            unit.skip = !masked_tile_has_rows(unit.m0 as u32, count, self.capacity);
+        } else {
+            // One batch: A's and D's batch coordinate is 0 (a constant for the roles).
+            unit.batch = 0;
+            // SAFETY: `m0` is a row of A (a tile's first row; A's rows are whole tiles), and
+            // the constructor's contract gives one index per row.
+            let first = unsafe { *self.groups.add(unit.m0 as usize) };
+            match contiguous_expert(first, self.experts) {
+                Some(expert) => unit.b_batch = expert as i32,
+                None => unit.skip = true,
+            }
+        }
+        Some(unit)
     }
 }

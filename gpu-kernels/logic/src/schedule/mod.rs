@@ -10,9 +10,11 @@
 //!   cluster launch control), same rasterisation.
 //! - [`stream_k`]: stream-K and the data-parallel + stream-K hybrid, which split the K loop
 //!   of some tiles across workers to fill a partial last wave.
+//! - [`grouped`]: which expert a mixture-of-experts tile uses and whether it has rows.
 //! - [`heuristic`]: the [`heuristic::Scheduler`] choice and the function that picks one.
 
 pub mod dynamic;
+pub mod grouped;
 pub mod heuristic;
 pub mod stream_k;
 pub mod swizzled;

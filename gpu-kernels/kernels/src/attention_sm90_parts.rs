@@ -1,0 +1,168 @@
+//! The pieces of the attention forward kernel (`attention_sm90`) around its pipeline: where a
+//! CTA's sequence lies, a consumer warpgroup's wgmma operands (`Q·Kᵀ` and `P·V` over the
+//! rings), its mask of a key block, and the store of its rows of O and the log-sum-exp.
+
+use warpforge_dsl::abi::AttentionParams;
+use warpforge_dsl::abi::attention_sm90::BLOCK_M;
+use warpforge_dsl::logic::acc_rows::slot_row;
+use warpforge_dsl::logic::attention::{Sequence, block_needs_mask, visible};
+use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
+use warpforge_dsl::math;
+use warpforge_dsl::parts::epilogue::Output;
+use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax};
+use warpforge_dsl::tile::{SmemTileMnRing, SmemTileRing, Swizzle128B};
+use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
+use warpforge_dsl::warpgroup::{self, WgmmaElement};
+
+use crate::attention_sm90::CHUNK;
+
+/// Rows of a Q box: the query tile.
+pub(crate) const Q_ROWS: usize = BLOCK_M as usize;
+
+/// Sequence `batch` of the launch: fixed length, or from the cumulative offsets (clamped:
+/// `Sequence::from_offsets`).
+///
+/// # Safety
+/// The offsets (when given) hold `batch + 2` entries at least.
+#[inline(always)]
+pub(crate) unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
+    if p.cu_seqlens_q == 0 {
+        return Sequence::fixed(p.seq_q, p.seq_k);
+    }
+    let (cu_q, cu_k, b) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32, batch as usize);
+    // SAFETY: `batch + 1` is inside both offset arrays (contract).
+    let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
+    Sequence::from_offsets(q0, q1, k0, k1, p.seq_q, p.seq_k, p.total_q)
+}
+
+/// The tensors' sequence coordinate of sequence `batch`: itself at fixed length, 0 at variable
+/// length (one slice holds every row; the offsets place the sequences in it).
+#[inline(always)]
+pub(crate) fn slice(p: &AttentionParams, batch: u32) -> u32 {
+    if p.cu_seqlens_q == 0 { batch } else { 0 }
+}
+
+/// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings of `BN`-key
+/// blocks.
+#[derive(Clone, Copy)]
+pub(crate) struct Operands<T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
+    pub(crate) q: SmemTileRing<T, Q_ROWS, CHUNK, Swizzle128B, DC>,
+    pub(crate) k: SmemTileRing<T, BN, CHUNK, Swizzle128B, KCH>,
+    pub(crate) v: SmemTileMnRing<T, BN, CHUNK, DC, Swizzle128B, RING>,
+    pub(crate) wg: u32,
+}
+
+impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const KCH: usize>
+    Operands<T, DC, BN, RING, KCH>
+{
+    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows (not committed).
+    ///
+    /// # Safety
+    /// The whole warpgroup, convergently, after `warpgroup::fence`; Q and the stage have landed
+    /// and stay until a wait covers these wgmmas.
+    #[inline(always)]
+    pub(crate) unsafe fn scores<S: WgmmaSs<T::Kind, T::Kind>>(&self, s: &mut S, stage: u32) {
+        for c in 0..DC as u32 {
+            let q = self.q.stage(c).rows::<{ WGMMA_M as usize }>(self.wg);
+            // SAFETY: forwarded to the caller.
+            unsafe { warpgroup::mma(s, &q, &self.k.stage(stage * DC as u32 + c), c > 0) };
+        }
+    }
+
+    /// Issues `o += P·V_stage` (not committed).
+    ///
+    /// # Safety
+    /// As for [`Self::scores`]; `probs` is not modified before the covering wait.
+    #[inline(always)]
+    pub(crate) unsafe fn pv<O: WgmmaRs<T::Kind, T::Kind>, P: AFragments>(&self, o: &mut O, probs: &P, stage: u32) {
+        const { assert!(BN as u32 == 16 * P::STEPS, "P of a key block covers its keys") };
+        for k in 0..P::STEPS {
+            // SAFETY: forwarded to the caller.
+            unsafe { warpgroup::mma_rs(o, probs.step(k), &self.v.stage(stage), k, true) };
+        }
+    }
+}
+
+/// What a consumer warpgroup's mask depends on: its first query, the sequence lengths and the
+/// causal flag.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows {
+    pub(crate) q0: u32,
+    pub(crate) q_len: u32,
+    pub(crate) k_len: u32,
+    pub(crate) causal: bool,
+}
+
+impl Rows {
+    /// Sets the scores of key block `block` (of `S::N` keys) that a row must not see to `-inf`
+    /// (only where the block cuts the sequence end or the causal diagonal of these rows).
+    #[inline(always)]
+    pub(crate) fn mask<S: Accumulator<Elem = f32>>(&self, s: &mut S, block: u32) {
+        let r = *self;
+        if block_needs_mask(block, S::N, r.q0, r.q_len, r.k_len, r.causal) {
+            let key0 = block * S::N;
+            let keep = |row: u32, col: u32| visible(r.q0 + row, key0 + col, r.q_len, r.k_len, r.causal);
+            // The thread index read in place: derived from a value live across the key loop,
+            // each score's column would be hoisted out of it and held in a register for the
+            // whole loop (20 at d = 256, where O leaves none to spare).
+            rows::mask(s, warpgroup::thread_index_in_place(), f32::NEG_INFINITY, keep);
+        }
+    }
+}
+
+/// Normalises `o` by the row sums of `softmax` and writes this warpgroup's rows of O (queries
+/// `q0 ..` of sequence `seq`, query head `head`) and, when asked for, their log-sum-exp.
+///
+/// # Safety
+/// The whole warpgroup (quad shuffles), after the wait covering every wgmma writing `o`; `p`'s
+/// O (and LSE) buffers hold every row of the sequence (the kernel's contract).
+#[inline(always)]
+pub(crate) unsafe fn store_rows<T: Output, O: Accumulator<Elem = f32>>(
+    mut o: O,
+    softmax: &OnlineSoftmax,
+    p: &AttentionParams,
+    seq: Sequence,
+    (batch, head, q0): (u32, u32, u32),
+) {
+    let t = warpgroup::thread_index();
+    // SAFETY: every lane is here.
+    let sum = unsafe { softmax.total() };
+    let max = softmax.max;
+    rows::scale_rows(&mut o, sum.map(|l| if l > 0.0 { math::rcp(l) } else { 0.0 }));
+    let o_head = slice(p, batch) as u64 * p.o_batch_stride + head as u64 * p.o_head_stride;
+    let o_base = p.o as *mut u32;
+    let mut low = 0.0;
+    o.for_each(|i, v| {
+        if i % 2 == 0 {
+            low = v;
+            return;
+        }
+        // Registers 2j, 2j + 1: columns c, c + 1 of one row.
+        let (r, c) = acc_coord(t, i as u32 - 1);
+        let q = q0 + r;
+        if q < seq.q_len {
+            let element = o_head + (seq.q_base + q) as u64 * p.o_row_stride + c as u64;
+            // SAFETY: a row of this sequence inside O (contract); `c` and the strides are even,
+            // so the pair is 4-byte aligned.
+            unsafe { *o_base.add((element / 2) as usize) = T::staged_pair(low, v) };
+        }
+    });
+    if p.lse != 0 && t % 4 == 0 {
+        for slot in 0..2 {
+            let q = q0 + slot_row(t, slot);
+            if q < seq.q_len {
+                let l = sum.get(slot);
+                let lse =
+                    if l > 0.0 { (max.get(slot) + math::log2(l)) * core::f32::consts::LN_2 } else { f32::NEG_INFINITY };
+                // Fixed length: [batch, heads_q, seq_q]; variable length: [heads_q, total rows].
+                let index = if p.cu_seqlens_q == 0 {
+                    (batch as u64 * p.heads_q as u64 + head as u64) * p.seq_q as u64 + q as u64
+                } else {
+                    head as u64 * p.total_q as u64 + (seq.q_base + q) as u64
+                };
+                // SAFETY: inside the LSE buffer (contract).
+                unsafe { *(p.lse as *mut f32).add(index as usize) = lse };
+            }
+        }
+    }
+}

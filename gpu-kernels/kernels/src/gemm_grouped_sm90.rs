@@ -1,0 +1,98 @@
+//! Grouped GEMMs for mixture-of-experts layers on Hopper: every expert's `D_e = A_e·B_eᵀ` in
+//! one persistent launch, bf16 or block-scaled FP8 (e4m3, bf16 output), in DeepGEMM's two
+//! layouts (`logic::schedule::grouped` states them and how device-side indices and counts are
+//! clamped):
+//! - contiguous: the rows routed to each expert back to back in one A and one D, segments padded
+//!   to the 128-row tile, an i32 expert index per row (`-1` for padding);
+//! - masked: a fixed capacity of rows per expert in `[experts, capacity, ·]` tensors and each
+//!   expert's valid-row count on the device (a decode step a CUDA graph replays).
+//!
+//! Algorithm: the dense bodies unchanged (the 16-bit one, [`crate::gemm_bf16_ws_persistent_sm90`],
+//! on 128 × 256 cooperative tiles; the FP8 one, [`crate::gemm_fp8_blockscaled_sm90`], on
+//! 128 × 128), driven by `parts::schedule::ExpertTiles` (one entry per layout, so neither role
+//! carries it): whole tiles round robin (the host's plan is data-parallel) over the
+//! tile rows of all experts stacked along M, each unit told its expert (B's batch coordinate,
+//! and the FP8 scales' expert offset) and whether it has rows; producer and consumers read the
+//! same index or count and pass over a tile without rows together, so tiles of padding and of
+//! rows past an expert's count cost one cached load. Consecutive tiles go to different CTAs, so
+//! an expert's tiles spread over the whole grid however the tokens were routed.
+//!
+//! Rows of D: a tile is written whole or not at all. A tile with an expert (contiguous: its first
+//! row's index; masked: some row below the expert's count) writes all its 128 rows, the padding
+//! or past-the-count rows among them from whatever A holds there; a skipped tile's rows are
+//! never written.
+
+use warpforge_dsl::abi::{BlockScaleParams, GemmParams, GroupedParams, TensorMap, TilePlan};
+use warpforge_dsl::num::Bf16;
+use warpforge_dsl::parts::schedule::ExpertTiles;
+
+use crate::gemm_bf16_ws_persistent_sm90::wide;
+use crate::gemm_epilogue::Linear;
+
+/// The grouped entries: name, input, layout (`MASKED`).
+macro_rules! grouped_entries {
+    ($($bf16:ident, $fp8:ident: masked = $masked:literal;)*) => {$(
+        /// Grouped bf16 GEMM, bf16 output; see the module docs, [`GemmParams`] and
+        /// [`GroupedParams`].
+        ///
+        /// # Safety
+        /// As the 16-bit body's (`gemm_bf16_ws_persistent_sm90::gemm`, cooperative 128 × 256
+        /// tiles) for A (K × rows × batches), B (K × N × experts) and D (N × rows × batches),
+        /// with the plan's batches the experts (masked, `capacity` rows each) or one batch of
+        /// all rows (contiguous, a multiple of 128); `grouped.groups` holds an i32 per row of A
+        /// (contiguous) or per expert (masked).
+        #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
+        pub unsafe fn $bf16(
+            #[grid_constant] a_map: &TensorMap,
+            #[grid_constant] b_map: &TensorMap,
+            #[grid_constant] d_map: &TensorMap,
+            params: GemmParams,
+            plan: TilePlan,
+            grouped: GroupedParams,
+        ) {
+            // SAFETY: the index or count buffer covers the plan's rows or experts (launcher
+            // contract).
+            let experts = |geometry| unsafe {
+                ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
+            };
+            // SAFETY: forwarded to the launcher's contract.
+            unsafe {
+                wide!(Bf16, Linear<Bf16>, false, ExpertTiles<$masked>)(a_map, b_map, d_map, &params, &plan, experts)
+            }
+        }
+
+        /// Grouped block-scaled FP8 GEMM, bf16 output; see the module docs, [`GemmParams`],
+        /// [`BlockScaleParams`] and [`GroupedParams`].
+        ///
+        /// # Safety
+        /// As the FP8 body's (`gemm_fp8_blockscaled_sm90::gemm`) for A (K × rows × batches), B
+        /// (K × N × experts) and D (N × rows × batches) with batches as for the bf16 entry;
+        /// every batch of A's scales (`grouped.a_scales_stride` f32 apart) covers `params.m`
+        /// rows and every expert's B scales (`grouped.b_scales_stride` apart) N.
+        #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
+        pub unsafe fn $fp8(
+            #[grid_constant] a_map: &TensorMap,
+            #[grid_constant] b_map: &TensorMap,
+            #[grid_constant] d_map: &TensorMap,
+            params: GemmParams,
+            plan: TilePlan,
+            scales: BlockScaleParams,
+            grouped: GroupedParams,
+        ) {
+            // SAFETY: as above.
+            let experts = |geometry| unsafe {
+                ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
+            };
+            let strides = (grouped.a_scales_stride, grouped.b_scales_stride);
+            // SAFETY: forwarded to the launcher's contract.
+            unsafe {
+                crate::gemm_fp8_blockscaled_sm90::gemm(a_map, b_map, d_map, &params, &plan, &scales, experts, strides)
+            }
+        }
+    )*};
+}
+
+grouped_entries! {
+    gemm_grouped_contiguous_bf16_sm90, gemm_fp8_grouped_contiguous_bf16_sm90: masked = false;
+    gemm_grouped_masked_bf16_sm90, gemm_fp8_grouped_masked_bf16_sm90: masked = true;
+}
