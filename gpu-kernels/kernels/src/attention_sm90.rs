@@ -1,6 +1,7 @@
 //! Attention forward for Hopper: `O = softmax(scale · Q·Kᵀ [+ causal mask]) · V` per query
 //! head, bf16 or f16 Q/K/V/O, f32 accumulation, head dimensions 64, 128 and 256, GQA/MQA, an
-//! optional per-row log-sum-exp.
+//! optional per-row log-sum-exp. The d = 256 entries hung on the H200 when first run
+//! (2026-12-02) and the host refuses that head dimension until they are fixed.
 //!
 //! Algorithm (FlashAttention-2/3's online softmax on wgmma): one CTA per (128-query tile,
 //! query head, sequence). The tile's two consumer warpgroups own 64 query rows each and walk
