@@ -191,28 +191,34 @@ pub mod attention_sm90 {
     }
 
     /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA).
-    pub const fn producer_regs(head_dim: u32) -> u32 {
-        if head_dim <= 128 { 40 } else { 32 }
+    pub const fn producer_regs(_head_dim: u32) -> u32 {
+        40
     }
 
-    /// Registers per consumer thread after `setmaxnreg.inc`: all that is left of the SM's
-    /// 64 Ki (`128 · producer + 256 · consumer ≤ 65536`, multiples of 8).
-    pub const fn consumer_regs(head_dim: u32) -> u32 {
-        if head_dim <= 128 { 232 } else { 240 }
+    /// Registers per consumer thread after `setmaxnreg.inc`: all the producer frees of the
+    /// CTA's launch allocation ([`LAUNCH_REGISTERS`]; multiples of 8).
+    pub const fn consumer_regs(_head_dim: u32) -> u32 {
+        232
     }
 
     /// Dynamic shared memory a block may use on sm_90 (227 KiB).
     pub const SM90_SMEM_LIMIT: u32 = 227 * 1024;
     /// Registers of one SM.
     const SM_REGISTERS: u32 = 65_536;
+    /// The CTA's register allocation at launch, all `setmaxnreg` can move between the roles:
+    /// ptxas gives each of the 384 threads `⌊65536 / 384⌋` rounded down to 8 = 168 registers.
+    /// A split asking for more than this (`setmaxnreg.inc` past what the producer freed) waits
+    /// forever: d = 256's first split, 32/240, hung on the H200 this way.
+    pub const LAUNCH_REGISTERS: u32 = SM_REGISTERS / THREADS / 8 * 8 * THREADS;
     const _: () = {
         let mut i = 0;
         while i < HEAD_DIMS.len() {
             let d = HEAD_DIMS[i];
             assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "the attention plans fit Hopper's shared memory");
             assert!(
-                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d) <= SM_REGISTERS,
-                "the register split fits the SM"
+                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d)
+                    <= LAUNCH_REGISTERS,
+                "the register split fits the CTA's launch allocation"
             );
             assert!(d.is_multiple_of(HEAD_CHUNK) && block_n(d).is_multiple_of(16), "whole chunks, whole K steps");
             i += 1;
