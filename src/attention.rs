@@ -24,13 +24,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, block_n, smem_plan};
-
-/// The head dimensions the host launches: the kernel table's (`HEAD_DIMS`) but d = 256, whose
-/// entries hung on the H200 when first run (2026-12-02) and are refused until fixed.
-pub const SERVED_HEAD_DIMS: [usize; 2] = [64, 128];
-/// The kernel table's head dimension held back from [`SERVED_HEAD_DIMS`].
-const HELD_BACK_HEAD_DIM: usize = 256;
-const _: () = assert!(HEAD_DIMS.len() == SERVED_HEAD_DIMS.len() + 1, "every other table entry is served");
 use warpforge_abi::signatures::AttentionSm90;
 use warpforge_abi::{AttentionParams, Entry, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
@@ -243,14 +236,8 @@ impl Shape {
     /// The rules both problem kinds share, and the buffer extents (checked arithmetic).
     fn extents(&self) -> Result<AttentionExtents> {
         let p = self;
-        check(p.head_dim != HELD_BACK_HEAD_DIM, || {
-            format!(
-                "head_dim {HELD_BACK_HEAD_DIM} is not served yet: its kernel (attention_*_d256_sm90) is \
-                 compile-verified but hung on the H200 in testing (supported: {SERVED_HEAD_DIMS:?})"
-            )
-        })?;
-        check(SERVED_HEAD_DIMS.contains(&p.head_dim), || {
-            format!("head_dim {} is not supported (supported: {SERVED_HEAD_DIMS:?})", p.head_dim)
+        check(HEAD_DIMS.iter().any(|&d| d as usize == p.head_dim), || {
+            format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim)
         })?;
         check(p.heads_q.is_multiple_of(p.heads_kv), || {
             format!("heads_q {} is not a multiple of heads_kv {} (GQA groups)", p.heads_q, p.heads_kv)

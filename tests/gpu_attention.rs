@@ -1,7 +1,7 @@
 //! Attention forward (`Warpforge::attention`) against a float64 CPU reference: random shapes
 //! with sequence lengths off the 128-row tiles, `seq_q ≠ seq_k` both ways, GQA groups 1, 4 and
-//! 8, causal (bottom-right aligned) and not, head dimensions 64 and 128 (256 is refused until
-//! its kernel, on 80-key blocks, is fixed), bf16 and f16, ordinary
+//! 8, causal (bottom-right aligned) and not, head dimensions 64, 128 and 256 (whose kernel walks
+//! the keys in 80-key blocks), bf16 and f16, ordinary
 //! and large logits (up to about ±60, for the online softmax's stability), with the log-sum-exp
 //! checked and O and LSE poisoned with NaN first (every element written, nothing past the end).
 //! Plus the argument checks: on the CPU for `AttentionProblem::check`, and on the GPU for the
@@ -173,7 +173,7 @@ prop_compose! {
         heads_kv in 1usize..=2,
         group in prop::sample::select(vec![1usize, 4, 8]),
         (seq_q, seq_k) in (seq(), seq()),
-        head_dim in prop::sample::select(vec![64usize, 128]),
+        head_dim in prop::sample::select(vec![64usize, 128, 256]),
         causal: bool,
         large_logits in prop::bool::weighted(0.3),
         seed in any::<u64>(),
@@ -219,16 +219,25 @@ fn attention_edge_cases() {
     ]);
 }
 
-/// Head dimension 256 is refused with its reason: its kernel hung on the H200 when first run
-/// (2026-12-02; no `attention_d256` run completed), so the host does not launch it.
+/// Head dimension 256 (80-key blocks, a two-stage ring): key counts on and off the 80-key
+/// blocks and the 128-row tiles (1, 79, 80, 81, 160, 161, 300, 1000), queries longer and
+/// shorter than keys, causal and not, GQA 1, 4 and 8 and MQA, both types, ordinary and large
+/// logits; many ring laps (1500 keys: 19 blocks over 2 stages).
 #[test]
-fn attention_d256_is_refused_until_its_kernel_is_fixed() {
-    for problem in [AttentionProblem::new(1, 2, 1, 100, 100, 256), AttentionProblem::new(2, 8, 2, 1, 1000, 256)] {
-        match problem.check() {
-            Err(Error::InvalidArgument(msg)) => assert!(msg.contains("not served yet"), "{msg}"),
-            other => panic!("d256 accepted: {other:?}"),
-        }
-    }
+#[ignore = "needs an NVIDIA GPU"]
+fn attention_d256_matches_the_f64_reference() {
+    check_fixed(&[
+        (1, 1, 1, 1, 1, 256, false),
+        (1, 2, 1, 300, 1, 256, true),
+        (2, 4, 1, 79, 80, 256, true),
+        (1, 8, 1, 129, 81, 256, false),
+        (2, 2, 2, 200, 161, 256, true),
+        (1, 4, 1, 1, 1000, 256, true),
+        (1, 8, 1, 160, 160, 256, true),
+        (1, 2, 2, 1100, 1500, 256, true),
+        (2, 16, 2, 257, 300, 256, false),
+        (1, 4, 4, 383, 1000, 256, false),
+    ]);
 }
 
 /// Runs every `(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal)` with ordinary and
@@ -328,7 +337,9 @@ fn attention_varlen_matches_the_f64_reference() {
         &[(383, 383), (1, 640)],
     ];
     for (n, lens) in batches.iter().enumerate() {
-        for (head_dim, group, causal) in [(64, 1, false), (128, 4, true), (64, 8, true), (128, 1, false)] {
+        for (head_dim, group, causal) in
+            [(64, 1, false), (128, 4, true), (64, 8, true), (128, 1, false), (256, 4, true), (256, 1, false)]
+        {
             check_varlen::<bf16>(lens, 2, group, head_dim, causal, n as u64);
             check_varlen::<f16>(lens, 1, group, head_dim, causal, n as u64 + 100);
         }
@@ -582,7 +593,7 @@ proptest! {
                 let kv = batch as u128 * seq_k as u128 * heads_kv as u128 * head_dim as u128;
                 prop_assert_eq!((e.q as u128, e.kv as u128), (q, kv));
                 prop_assert_eq!(e.lse as u128, batch as u128 * seq_q as u128 * p.heads_q as u128);
-                prop_assert!(head_dim == 64 || head_dim == 128);
+                prop_assert!(head_dim == 64 || head_dim == 128 || head_dim == 256);
                 prop_assert!(scale > 0.0 && scale.is_finite());
                 prop_assert_eq!(e.group * heads_kv, p.heads_q);
             }

@@ -5,7 +5,7 @@
 //! packed kernels are checked against a float64 reference in `gpu_attention`; the strided
 //! launches run the same kernel on the same values, so O and the LSE must match bit for bit.
 //! Every gap of the strided Q/K/V buffers holds NaN: a read outside the view would show.
-//! Head dimensions 64 and 128 (256 is refused: `tests/gpu_attention.rs`), causal and not, GQA groups 1, 2 and 8, bf16 and f16.
+//! Head dimensions 64, 128 and 256, causal and not, GQA groups 1, 2 and 8, bf16 and f16.
 
 use cudarc::driver::CudaSlice;
 use half::{bf16, f16};
@@ -168,11 +168,13 @@ fn compare<T: AttentionElement + Element>(
 
 /// `(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal)`: every head dimension, causal
 /// and not, GQA groups 1, 2 and 8, lengths off the tiles and the 80-key blocks.
-const CASES: [(usize, usize, usize, usize, usize, usize, bool); 4] = [
+const CASES: [(usize, usize, usize, usize, usize, usize, bool); 6] = [
     (2, 2, 2, 130, 130, 64, false),
     (2, 4, 2, 77, 77, 64, true),
     (2, 8, 1, 200, 200, 128, true),
     (1, 2, 1, 129, 129, 128, false),
+    (2, 4, 2, 161, 161, 256, true),
+    (1, 2, 2, 81, 81, 256, false),
 ];
 
 fn problems() -> impl Iterator<Item = AttentionProblem> {
@@ -241,7 +243,8 @@ fn attention_padded_output_and_sequence_major_inputs_match_packed() {
 #[ignore = "needs an NVIDIA GPU"]
 fn attention_varlen_strided_matches_packed() {
     let lens = [130usize, 0, 1, 77, 300];
-    for (heads_q, heads_kv, d, causal) in [(4, 2, 64, true), (8, 1, 128, false), (2, 2, 128, true), (4, 1, 64, false)] {
+    for (heads_q, heads_kv, d, causal) in [(4, 2, 64, true), (8, 1, 128, false), (2, 2, 256, true), (4, 1, 256, false)]
+    {
         check_varlen::<bf16>(&lens, heads_q, heads_kv, d, causal);
         check_varlen::<f16>(&lens, heads_q, heads_kv, d, causal);
     }

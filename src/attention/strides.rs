@@ -328,7 +328,7 @@ mod tests {
 
     #[test]
     fn accepted_layouts_give_valid_tensor_maps() {
-        for (batch, heads_q, heads_kv, seq, d) in [(2, 4, 2, 100, 64), (1, 8, 1, 129, 128), (3, 2, 2, 1, 128)] {
+        for (batch, heads_q, heads_kv, seq, d) in [(2, 4, 2, 100, 64), (1, 8, 1, 129, 128), (3, 2, 2, 1, 256)] {
             let p = AttentionProblem::new(batch, heads_q, heads_kv, seq, seq, d);
             let padded = TensorStrides { batch: 5 * seq * heads_q * d, seq: heads_q * d + 8, head: d + 8 };
             for s in [
