@@ -1,7 +1,6 @@
 //! Attention forward for Hopper: `O = softmax(scale · Q·Kᵀ [+ causal mask]) · V` per query
 //! head, bf16 or f16 Q/K/V/O, f32 accumulation, head dimensions 64, 128 and 256, GQA/MQA, an
-//! optional per-row log-sum-exp. The d = 256 entries hung on the H200 when first run
-//! (2026-12-02) and the host refuses that head dimension until they are fixed.
+//! optional per-row log-sum-exp.
 //!
 //! Algorithm (FlashAttention-2/3's online softmax on wgmma): one CTA per (128-query tile,
 //! query head, sequence). The tile's two consumer warpgroups own 64 query rows each and walk
@@ -27,9 +26,9 @@
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread loads Q once (its own barrier) and then the K
 //!   and V boxes of every key block into a ring ([`parts::mainloop::produce`]), registers
-//!   lowered to 40 (32 at d = 256);
-//! - warpgroups 1 and 2, consumers (registers raised to 232, 240 at d = 256: O alone is 128
-//!   there, the 80-key scores 40 and their P 20): as above; every consumer thread
+//!   lowered to 40;
+//! - warpgroups 1 and 2, consumers (registers raised to 232, also at d = 256, where O alone is
+//!   128, the 80-key scores 40 and their P 20): as above; every consumer thread
 //!   releases every ring stage once after its wait for the wgmmas reading it (the ring counts
 //!   256 arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
 //!
