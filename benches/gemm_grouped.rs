@@ -24,14 +24,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{Gemm, GemmConfig, StridedBatchedConfig};
+use cudarc::cublas::{Gemm, StridedBatchedConfig};
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use warpforge::logic::quant::{Minifloat, block_scale_index, group_scale_index, group_scale_pitch};
 use warpforge::{ContiguousRows, Fp8GemmProblem, GroupedContiguousProblem, GroupedMaskedProblem, Warpforge};
 
-use crate::common::{ABS_FLOOR, Bench, EPS_BF16, EPS_F32, Result, geomean, median, mix, random_bf16, sm_clock_mhz};
+use crate::common::{
+    ABS_FLOOR, Bench, EPS_BF16, EPS_F32, Result, geomean, linear_layer_config, median, mix, random_bf16, sm_clock_mhz,
+};
 
 const ROUNDS: usize = 7;
 const WARMUP_SECONDS: f64 = 0.05;
@@ -186,7 +187,7 @@ pub fn main() -> Result<()> {
                     if count == 0 {
                         continue;
                     }
-                    let cfg = linear(count, n, k);
+                    let cfg = linear_layer_config(count, n, k);
                     let (av, bv) = (a.slice(row0 * k..(row0 + count) * k), b.slice(e * n * k..(e + 1) * n * k));
                     let mut dv = d.slice_mut(row0 * n..(row0 + count) * n);
                     // SAFETY: the views hold exactly count × K, N × K and count × N elements,
@@ -199,7 +200,7 @@ pub fn main() -> Result<()> {
                 let cap = placement.capacity;
                 sides.push(Box::new(move |d| {
                     let cfg = StridedBatchedConfig {
-                        gemm: linear(cap, n, k),
+                        gemm: linear_layer_config(cap, n, k),
                         batch_size: shape.experts as i32,
                         stride_a: (n * k) as i64,
                         stride_b: (cap * k) as i64,
@@ -319,22 +320,6 @@ pub fn main() -> Result<()> {
         return Err(format!("grouped GEMM results outside tolerance: {}", failures.join(", ")).into());
     }
     Ok(())
-}
-
-/// cuBLAS's column-major arguments for the row-major `D (m × n) = X (m × k) · W (n × k)ᵀ`.
-fn linear(m: usize, n: usize, k: usize) -> GemmConfig<bf16> {
-    GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_T,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n as i32,
-        n: m as i32,
-        k: k as i32,
-        alpha: bf16::ONE,
-        lda: k as i32,
-        ldb: k as i32,
-        beta: bf16::ZERO,
-        ldc: n as i32,
-    }
 }
 
 #[allow(clippy::too_many_arguments)]
