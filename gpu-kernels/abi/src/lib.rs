@@ -216,8 +216,7 @@ pub mod attention_sm90 {
             let d = HEAD_DIMS[i];
             assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "the attention plans fit Hopper's shared memory");
             assert!(
-                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d)
-                    <= LAUNCH_REGISTERS,
+                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d) <= LAUNCH_REGISTERS,
                 "the register split fits the CTA's launch allocation"
             );
             assert!(d.is_multiple_of(HEAD_CHUNK) && block_n(d).is_multiple_of(16), "whole chunks, whole K steps");
