@@ -181,7 +181,7 @@ pub fn main() -> Result<()> {
             let (a, b) = &*bf16_inputs.insert(inputs);
             let (wf, stream, blas) = (&wf, &stream, &blas);
             let (groups, placement, shape) = (&groups, &placement, &shape);
-            sides.push(Box::new(move |d| ours_bf16(wf, stream, shape, placement, a, b, groups, d)));
+            sides.push(Box::new(move |d| ours(wf, stream, shape, placement, Operands::Bf16(a, b), groups, d)));
             sides.push(Box::new(move |d| {
                 for (e, &(row0, count)) in placement.experts.iter().enumerate() {
                     if count == 0 {
@@ -230,7 +230,7 @@ pub fn main() -> Result<()> {
             let (a, sa, b, sb, loop_scales) = &*fp8_inputs.insert(inputs);
             let (wf, stream) = (&wf, &stream);
             let (groups, placement, shape) = (&groups, &placement, &shape);
-            sides.push(Box::new(move |d| ours_fp8(wf, stream, shape, placement, (a, sa, b, sb), groups, d)));
+            sides.push(Box::new(move |d| ours(wf, stream, shape, placement, Operands::Fp8((a, sa, b, sb)), groups, d)));
             let sb_stride = n.div_ceil(128) * k.div_ceil(128);
             sides.push(Box::new(move |d| {
                 for (e, &(row0, count)) in placement.experts.iter().enumerate() {
@@ -322,51 +322,38 @@ pub fn main() -> Result<()> {
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn ours_bf16(
-    wf: &Warpforge,
-    stream: &Arc<CudaStream>,
-    shape: &Shape,
-    placement: &Placement,
-    a: &CudaSlice<bf16>,
-    b: &CudaSlice<bf16>,
-    groups: &CudaSlice<i32>,
-    d: &mut CudaSlice<bf16>,
-) -> Result<()> {
-    let (n, k, experts) = (shape.n, shape.k, shape.experts);
-    match shape.layout {
-        Layout::Contiguous => {
-            let p = GroupedContiguousProblem { rows: placement.rows, n, k, experts };
-            wf.grouped_gemm_contiguous(stream, &p, a, b, groups, d)?
-        }
-        Layout::Masked => {
-            let p = GroupedMaskedProblem { experts, capacity: placement.capacity, n, k };
-            wf.grouped_gemm_masked(stream, &p, a, b, groups, d)?
-        }
-    }
-    Ok(())
-}
-
 type Fp8Buffers<'a> = (&'a CudaSlice<u8>, &'a CudaSlice<f32>, &'a CudaSlice<u8>, &'a CudaSlice<f32>);
 
-fn ours_fp8(
+/// Our side's operands: bf16 A and B, or FP8 codes with their scales.
+#[derive(Clone, Copy)]
+enum Operands<'a> {
+    Bf16(&'a CudaSlice<bf16>, &'a CudaSlice<bf16>),
+    Fp8(Fp8Buffers<'a>),
+}
+
+/// One call of our grouped GEMM in the shape's layout.
+fn ours(
     wf: &Warpforge,
     stream: &Arc<CudaStream>,
     shape: &Shape,
     placement: &Placement,
-    (a, sa, b, sb): Fp8Buffers<'_>,
+    operands: Operands<'_>,
     groups: &CudaSlice<i32>,
     d: &mut CudaSlice<bf16>,
 ) -> Result<()> {
     let (n, k, experts) = (shape.n, shape.k, shape.experts);
-    match shape.layout {
-        Layout::Contiguous => {
-            let p = GroupedContiguousProblem { rows: placement.rows, n, k, experts };
-            wf.fp8_grouped_gemm_contiguous(stream, &p, a, sa, b, sb, groups, d)?
+    let contiguous = GroupedContiguousProblem { rows: placement.rows, n, k, experts };
+    let masked = GroupedMaskedProblem { experts, capacity: placement.capacity, n, k };
+    match (shape.layout, operands) {
+        (Layout::Contiguous, Operands::Bf16(a, b)) => {
+            wf.grouped_gemm_contiguous(stream, &contiguous, a, b, groups, d)?
         }
-        Layout::Masked => {
-            let p = GroupedMaskedProblem { experts, capacity: placement.capacity, n, k };
-            wf.fp8_grouped_gemm_masked(stream, &p, a, sa, b, sb, groups, d)?
+        (Layout::Masked, Operands::Bf16(a, b)) => wf.grouped_gemm_masked(stream, &masked, a, b, groups, d)?,
+        (Layout::Contiguous, Operands::Fp8((a, sa, b, sb))) => {
+            wf.fp8_grouped_gemm_contiguous(stream, &contiguous, a, sa, b, sb, groups, d)?
+        }
+        (Layout::Masked, Operands::Fp8((a, sa, b, sb))) => {
+            wf.fp8_grouped_gemm_masked(stream, &masked, a, sa, b, sb, groups, d)?
         }
     }
     Ok(())
