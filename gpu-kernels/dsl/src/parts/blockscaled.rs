@@ -2,14 +2,11 @@
 //! per row (A) or per column block (B) and per 128-wide K block, promoted into an f32 sum on the
 //! CUDA cores (DeepGEMM's scheme).
 //!
-//! Per ring slot (one K block), [`BlockScaledStage::issue`] takes this thread's two row scales
-//! for the block from registers, where the previous block's issue loaded them, and loads the
-//! next block's ([`BlockScales::load`]: global loads, one block ahead, so their latency hides
-//! under two blocks of wgmmas and promotion; only a unit's first block loads its own), then issues
-//! the slot's wgmmas into a scratch tile `part` (overwriting it); the consumer waits for them
-//! and [`BlockScaledStage::promote`] adds `part · scale(row)` into the running `sum` with one
-//! `fma` per register. (Loaded in the block they serve, the scales' latency stalled the
-//! consumers on every block: measured with ncu, docs/PERF.md.) Every accumulator
+//! Per ring slot (one K block), [`BlockScaledStage::issue`] first loads this thread's two row
+//! scales for the block ([`BlockScales::load`]: global loads, issued before the wgmmas so their
+//! latency hides under them), then issues the slot's wgmmas into a scratch tile `part`
+//! (overwriting it); the consumer waits for them and [`BlockScaledStage::promote`] adds
+//! `part · scale(row)` into the running `sum` with one `fma` per register. Every accumulator
 //! register of a thread lies in one of two rows (`logic::fragment::acc_thread_row` and 8 below),
 //! so two scales per thread and K block suffice.
 //!
@@ -41,27 +38,18 @@ pub struct Promoted<A> {
     pub sum: A,
     part: A,
     scales: RowScales,
-    /// The next K block's scales, loaded during this one.
-    ahead: RowScales,
 }
 
 impl<A: Accumulator> MainloopAcc for Promoted<A> {
-    const START: Self = Promoted { sum: A::ZERO, part: A::ZERO, scales: RowScales::ZERO, ahead: RowScales::ZERO };
-}
-
-impl RowScales {
-    const ZERO: RowScales = RowScales { upper: 0.0, lower: 0.0 };
+    const START: Self = Promoted { sum: A::ZERO, part: A::ZERO, scales: RowScales { upper: 0.0, lower: 0.0 } };
 }
 
 /// Where a consumer thread finds the scales of each K block of its unit.
 pub trait BlockScales {
-    /// The scales of the unit's K block `slice` (counted from the unit's first) for this thread;
-    /// a slice past the unit's last gives some slice's scales, never a read outside them (the
-    /// stage loads one block ahead).
+    /// The scales of the unit's K block `slice` (counted from the unit's first) for this thread.
     ///
     /// # Safety
-    /// `slice` is one of the unit's slices or the one after its last; the implementation's
-    /// pointers cover the unit's slices.
+    /// `slice` is one of the unit's slices; the implementation's pointers cover it.
     unsafe fn load(&self, slice: u32) -> RowScales;
 }
 
@@ -88,10 +76,8 @@ where
 
     #[inline(always)]
     unsafe fn issue(&self, acc: &mut Promoted<A>, stage: u32, slice: u32) {
-        // SAFETY: the slice is the unit's (the consumer walks exactly its slices), the one
-        // loaded ahead at most one past its last (`load` clamps it).
-        acc.scales = if slice == 0 { unsafe { self.scales.load(0) } } else { acc.ahead };
-        acc.ahead = unsafe { self.scales.load(slice + 1) };
+        // SAFETY: the slice is the unit's (the consumer walks exactly its slices).
+        acc.scales = unsafe { self.scales.load(slice) };
         // Slice 0 for the operands: the block's product overwrites `part`.
         // SAFETY: forwarded to the caller (the trait's contract).
         unsafe { self.operands.issue(&mut acc.part, stage, 0) };
@@ -118,8 +104,6 @@ pub struct GroupBlockScales {
     /// f32 between K blocks of A's scales (`m_pad`).
     a_pitch: u32,
     b: *const f32,
-    /// The unit's last slice that has scales (`k_blocks − 1 − kb0`): later ones load it.
-    last: u32,
 }
 
 impl GroupBlockScales {
@@ -129,8 +113,8 @@ impl GroupBlockScales {
     ///
     /// # Safety
     /// `m ≥ 1`; `a` and `b` hold the scales of an `m`-row A and a B of at least `n0 + 1` rows
-    /// over `k_blocks` K blocks, laid out as `logic::blockscaled` says, and `kb0` is below
-    /// `k_blocks` (later slices are clamped to the last K block).
+    /// over `k_blocks` K blocks, laid out as `logic::blockscaled` says, and `kb0` plus every
+    /// slice later loaded is below `k_blocks`.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn new(a: u64, b: u64, m: u32, m_pad: u32, k_blocks: u32, upper: u32, n0: u32, kb0: u32) -> Self {
@@ -141,7 +125,6 @@ impl GroupBlockScales {
             a_lower: a.wrapping_add(a_scale_at(upper + 8, m, kb0, m_pad)),
             a_pitch: m_pad,
             b: b.wrapping_add(b_scale_at(n0, kb0, k_blocks)),
-            last: k_blocks.saturating_sub(kb0 + 1),
         }
     }
 }
@@ -149,7 +132,6 @@ impl GroupBlockScales {
 impl BlockScales for GroupBlockScales {
     #[inline(always)]
     unsafe fn load(&self, slice: u32) -> RowScales {
-        let slice = if slice < self.last { slice } else { self.last };
         let a_step = slice as usize * self.a_pitch as usize;
         // SAFETY: inside the scales for every slice of the unit (the constructor's contract).
         unsafe {
