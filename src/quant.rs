@@ -173,6 +173,9 @@ impl QuantScheme {
         let Some(elements) = rows.checked_mul(cols).filter(|&e| e <= isize::MAX as usize / 4) else {
             return invalid("rows · cols overflows".into());
         };
+        if elements > q::MAX_ELEMENTS {
+            return invalid(format!("{elements} elements, more than one launch takes ({})", q::MAX_ELEMENTS));
+        }
         let scales = match self {
             QuantScheme::PerTokenGroup => match q::group_scale_pitch(rows) {
                 Some(pitch) => (cols / q::GROUP).checked_mul(pitch),

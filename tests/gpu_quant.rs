@@ -253,6 +253,23 @@ proptest! {
     }
 }
 
+/// Matrices larger than one pass of the grid (about 2^18 vectors of eight on an H200): each
+/// lane walks many vectors, so the per-token kernels' (row, group) cursor wraps rows at group
+/// counts that do not divide the grid's stride (13, 15 groups per row), and the weight-block
+/// grid-stride revisits CTAs; odd row counts pad the scale columns.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn scaled_quantisers_over_many_grid_passes() {
+    for (m, k, seed) in [(2999, 1664, 11u64), (8191, 1920, 12)] {
+        for pow2 in [false, true] {
+            run_scaled::<bf16>(QuantScheme::PerTokenGroup, m, k, pow2, seed).unwrap();
+            run_scaled::<f16>(QuantScheme::PerTokenGroup, m, k, pow2, seed + 3).unwrap();
+        }
+        run_scaled::<bf16>(QuantScheme::PerBlock, m, k, false, seed).unwrap();
+        run_scaled::<f16>(QuantScheme::PerBlock, m, k, true, seed).unwrap();
+    }
+}
+
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn bad_arguments_are_refused() {

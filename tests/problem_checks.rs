@@ -146,12 +146,16 @@ fn check_quant(scheme: QuantScheme, rows: usize, cols: usize) -> Result<(), Test
             let scales_overflow =
                 scheme == QuantScheme::PerTokenGroup && pad * (cols / 128) as u128 > usize::MAX as u128;
             let refused =
-                rows == 0 || cols == 0 || !cols.is_multiple_of(multiple) || elements > (isize::MAX / 4) as u128;
+                rows == 0
+                    || cols == 0
+                    || !cols.is_multiple_of(multiple)
+                    || elements > warpforge_logic::quant::MAX_ELEMENTS as u128;
             prop_assert!(refused || scales_overflow, "refused {:?} {} × {}", scheme, rows, cols);
         }
         Err(other) => prop_assert!(false, "untyped error {other:?}"),
         Ok(e) => {
             prop_assert!(rows > 0 && cols.is_multiple_of(multiple));
+            prop_assert!(elements <= warpforge_logic::quant::MAX_ELEMENTS as u128);
             prop_assert_eq!(e.elements as u128, elements);
             prop_assert_eq!(e.codes as u128, if scheme == QuantScheme::Nvfp4 { elements / 2 } else { elements });
             let scales = match scheme {
@@ -179,6 +183,24 @@ proptest! {
         ][scheme];
         check_quant(scheme, rows, cols)?;
         check_quant(scheme, rows, cols / 128 * 128)?;
+    }
+}
+
+/// One launch quantises at most `MAX_ELEMENTS` (the kernels' 32-bit vector indices): exactly
+/// that many is taken, one row more is refused with a typed error, by every scheme.
+#[test]
+fn quant_launches_stop_at_max_elements() {
+    let cols = 1 << 14;
+    let rows = warpforge_logic::quant::MAX_ELEMENTS / cols;
+    for scheme in [
+        QuantScheme::PerTokenGroup,
+        QuantScheme::PerBlock,
+        QuantScheme::PerTensor,
+        QuantScheme::Mxfp8,
+        QuantScheme::Nvfp4,
+    ] {
+        assert_eq!(scheme.extents(rows, cols).unwrap().elements, rows * cols);
+        assert!(matches!(scheme.extents(rows + 1, cols), Err(Error::InvalidArgument(_))), "{scheme:?}");
     }
 }
 

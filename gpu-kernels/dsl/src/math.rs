@@ -136,6 +136,14 @@ pub fn gelu_tanh(x: f32) -> f32 {
     0.5 * x * (1.0 + tanh(inner))
 }
 
+/// The signed maximum of each 16-bit half of two words (halves read as `i16`):
+/// `max.s16x2`, one instruction on sm_90. Exact.
+#[inline(always)]
+pub fn max_s16x2(a: u32, b: u32) -> u32 {
+    // SAFETY: integer arithmetic instruction (sm_90a, the only Hopper target).
+    unsafe { raw::max_s16x2(a, b) }
+}
+
 /// `max(x, 0)`.
 #[inline(always)]
 pub fn relu(x: f32) -> f32 {

@@ -2,58 +2,151 @@
 //! 128 × 128 blocks of a weight, both e4m3 with f32 scales; plus the vocabulary the other
 //! quantising kernels (`quant_tensor`, `quant_mx`) share.
 //!
-//! Memory-bound and register-light: every lane moves eight 16-bit inputs by one 16-byte
-//! read-only load and writes their eight FP8 bytes with one 8-byte store. The scale math and the
-//! layouts are `logic::quant`'s, the functions the host reference runs; the element rounding is
-//! the hardware's `cvt.rn.satfinite` (bit-identical to the software encoder on every non-NaN
-//! input, which the GPU tests check).
+//! Memory-bound, so counted in instructions: every lane moves eight 16-bit inputs by one
+//! 16-byte read-only load and writes their eight FP8 bytes with one 8-byte store; the amax is
+//! taken on the inputs' bits before they are widened (`AmaxKey`: four masks, four adds and
+//! three packed `max.s16x2` per vector, and one per shuffle), and vector indices are 32-bit
+//! (`logic::quant::MAX_ELEMENTS`). The scale math and the layouts are `logic::quant`'s, the
+//! functions the host reference runs; the element rounding is the hardware's
+//! `cvt.rn.satfinite` (bit-identical to the software encoder on every non-NaN input, which the
+//! GPU tests check).
 //!
 //! Per-token groups: a group is 128 consecutive elements of a row, so with `K % 128 == 0` the
 //! groups tile the matrix contiguously; a warp takes 256 consecutive elements per step (two
 //! groups of 16 lanes), reduces each group's amax over its 16 lanes with four butterfly
-//! shuffles, and writes the scale MN-major (`logic::quant::group_scale_index`). Weight blocks:
-//! one 256-thread CTA per 128 × 128 block (grid-stride over blocks), 16 threads across the
-//! block's 128 columns and 16 down its rows, eight rows each; a block reduction gives the amax,
-//! and a second pass re-reads the block (L1/L2 hits) to quantise it.
+//! shuffles, and writes the scale MN-major (`logic::quant::group_scale_index`), each lane
+//! stepping its group's (row, group) coordinates by the grid's fixed stride instead of
+//! dividing. Weight blocks: one 256-thread CTA per 128 × 128 block (grid-stride over blocks),
+//! 16 threads across the block's 128 columns and 16 down its rows, eight rows each, held in
+//! registers from the load through the block amax (a block reduction) to the quantised store.
 
 use warpforge_dsl::block::ReduceScratch;
-use warpforge_dsl::global::{self, Bf16x8, F16x8, ReadOnly, ReadOnlyNoL1, Vector16};
+use warpforge_dsl::global::{self, Bf16x8, F16x8, ReadOnlyNoL1, Vector16};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant::{self as q, Minifloat};
+use warpforge_dsl::math::max_s16x2;
 use warpforge_dsl::num::{Bf16, E4m3, E5m2, F16};
 use warpforge_dsl::regs::{RegArray, Regs4, Regs8};
 use warpforge_dsl::thread::{block_idx, global_x, grid_size, grid_stride_x, lane_id, thread_rank};
 use warpforge_dsl::warp;
 
 /// Elements per 16-byte vector of 16-bit input.
-pub(crate) const VEC: u64 = 8;
+pub(crate) const VEC: u32 = 8;
 
 /// A 16-bit input element, read eight to a vector.
 pub(crate) trait Input16: Copy {
     /// Its 16-byte vector.
     type Vector: Vector16<Elem = Self>;
+    /// The bits of +∞: every finite magnitude's bits lie below (`logic::quant::magnitude_key_bias`).
+    const INFINITY_BITS: u16;
     /// The eight values of a vector, widened exactly.
     fn widen(v: Self::Vector) -> Regs8<f32>;
     /// One value, widened exactly.
     fn widen_one(self) -> f32;
+    /// A finite magnitude given by its bits, widened exactly.
+    fn widen_magnitude(bits: u16) -> f32;
 }
 
-macro_rules! input16 {
-    ($($t:ident => $v:ident),*) => {$(
-        impl Input16 for $t {
-            type Vector = $v;
-            #[inline(always)]
-            fn widen(v: $v) -> Regs8<f32> {
-                v.to_f32()
-            }
-            #[inline(always)]
-            fn widen_one(self) -> f32 {
-                self.to_f32()
-            }
-        }
-    )*};
+impl Input16 for Bf16 {
+    type Vector = Bf16x8;
+    const INFINITY_BITS: u16 = 0x7f80;
+    #[inline(always)]
+    fn widen(v: Bf16x8) -> Regs8<f32> {
+        v.to_f32()
+    }
+    #[inline(always)]
+    fn widen_one(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn widen_magnitude(bits: u16) -> f32 {
+        // bf16 is the high half of an f32.
+        f32::from_bits((bits as u32) << 16)
+    }
 }
-input16!(Bf16 => Bf16x8, F16 => F16x8);
+
+impl Input16 for F16 {
+    type Vector = F16x8;
+    const INFINITY_BITS: u16 = 0x7c00;
+    #[inline(always)]
+    fn widen(v: F16x8) -> Regs8<f32> {
+        v.to_f32()
+    }
+    #[inline(always)]
+    fn widen_one(self) -> f32 {
+        self.to_f32()
+    }
+    #[inline(always)]
+    fn widen_magnitude(bits: u16) -> f32 {
+        F16(bits).to_f32()
+    }
+}
+
+/// A maximum of magnitude keys (`logic::quant::magnitude_keys`), the same key in both halves of
+/// the word: the finite amax of the inputs it has seen, combined by one `max.s16x2`. Zero (no
+/// input yet) stands for amax 0.
+#[derive(Clone, Copy)]
+pub(crate) struct AmaxKey(u32);
+
+impl AmaxKey {
+    /// The key of no input.
+    pub(crate) const ZERO: AmaxKey = AmaxKey(0);
+
+    /// The key of a vector's eight inputs.
+    #[inline(always)]
+    pub(crate) fn of<T: Input16>(v: T::Vector) -> AmaxKey {
+        let bias = q::magnitude_key_bias(T::INFINITY_BITS);
+        let (a, b, c, d) = v.words();
+        let key = |w| q::magnitude_keys(w, bias);
+        let m = max_s16x2(max_s16x2(key(a), key(b)), max_s16x2(key(c), key(d)));
+        AmaxKey(max_s16x2(m, m.rotate_left(16)))
+    }
+
+    /// The key of both sets of inputs.
+    #[inline(always)]
+    pub(crate) fn max(self, other: AmaxKey) -> AmaxKey {
+        AmaxKey(max_s16x2(self.0, other.0))
+    }
+
+    /// The key over each aligned run of `LANES` lanes (a power of two ≤ 32), on every lane of
+    /// the run: butterfly shuffles with masks `LANES/2 … 1`.
+    ///
+    /// # Safety
+    /// All 32 lanes of the warp call it together.
+    #[inline(always)]
+    pub(crate) unsafe fn across_lanes<const LANES: u32>(self) -> AmaxKey {
+        let mut key = self;
+        let mut mask = LANES / 2;
+        while mask > 0 {
+            // SAFETY: the caller runs all 32 lanes here.
+            key = key.max(AmaxKey(unsafe { warp::shuffle_xor(key.0, mask) }));
+            mask >>= 1;
+        }
+        key
+    }
+
+    /// The finite amax the key stands for, as f32 (exact).
+    #[inline(always)]
+    pub(crate) fn amax<T: Input16>(self) -> f32 {
+        T::widen_magnitude(q::key_magnitude(self.0 as u16, q::magnitude_key_bias(T::INFINITY_BITS)))
+    }
+}
+
+/// Whether any of a vector's eight inputs is NaN (a magnitude above +∞'s bits), on the bits.
+#[inline(always)]
+pub(crate) fn has_nan<T: Input16>(v: T::Vector) -> bool {
+    let (a, b, c, d) = v.words();
+    // Magnitudes are at most 0x7FFF: non-negative as i16, so the signed maximum orders them.
+    let m = max_s16x2(max_s16x2(a & 0x7fff_7fff, b & 0x7fff_7fff), max_s16x2(c & 0x7fff_7fff, d & 0x7fff_7fff));
+    let m = max_s16x2(m, m.rotate_left(16)) as u16;
+    m > T::INFINITY_BITS
+}
+
+/// The vector of zeros (what lanes past the end see).
+#[inline(always)]
+pub(crate) fn zero_vector<T: Input16>() -> T::Vector {
+    T::Vector::from_words((0, 0, 0, 0))
+}
 
 /// An FP8 output format: its `logic` description and the hardware's saturating conversion.
 pub(crate) trait Fp8: Copy {
@@ -87,51 +180,28 @@ pub(crate) fn pack8<F: Fp8>(v: &Regs8<f32>) -> u64 {
     lo as u64 | (hi as u64) << 32
 }
 
-/// The largest finite magnitude of eight values (`logic::quant::finite_abs`).
-#[inline(always)]
-pub(crate) fn amax8(v: &Regs8<f32>) -> f32 {
-    let mut a = 0.0;
-    v.for_each(|_, x| a = q::amax_combine(a, q::finite_abs(x)));
-    a
-}
-
-/// The amax of `a` over each aligned run of `LANES` lanes (a power of two ≤ 32), on every lane
-/// of the run: butterfly shuffles with masks `LANES/2 … 1`.
-///
-/// # Safety
-/// All 32 lanes of the warp call it together.
-#[inline(always)]
-pub(crate) unsafe fn amax_lanes<const LANES: u32>(a: f32) -> f32 {
-    let mut a = a;
-    let mut mask = LANES / 2;
-    while mask > 0 {
-        // SAFETY: the caller runs all 32 lanes here.
-        a = q::amax_combine(a, f32::from_bits(unsafe { warp::shuffle_xor(a.to_bits(), mask) }));
-        mask >>= 1;
-    }
-    a
-}
-
 /// Walks `n_vec` 8-element vectors of `x` by warps: each step a warp takes 32 consecutive
 /// vectors (lane `l` the `l`-th), so an aligned run of `2^j` lanes holds `8 · 2^j` consecutive
-/// elements. Calls `f(vector, in_range, values)` on every lane of every step (warp-uniform
-/// control flow, so `f` may use warp collectives); lanes past the end see zeros. Two steps'
-/// loads are issued before either is processed, so each lane keeps 32 bytes in flight.
+/// elements. Calls `f(vector, in_range, raw)` on every lane of every step (warp-uniform
+/// control flow, so `f` may use warp collectives); lanes past the end see zeros. A lane's
+/// successive calls see vectors `global_x()`, then each `grid_stride_x()` past the one before.
+/// Two steps' loads are issued before either is processed, so each lane keeps 32 bytes in
+/// flight.
 ///
 /// # Safety
 /// `x` is 16-byte aligned and holds `8 · n_vec` elements not written during the launch; the
-/// block size is a multiple of 32.
+/// block size is a multiple of 32; `n_vec + 2 · grid_stride_x() < 2^32`.
 #[inline(always)]
-pub(crate) unsafe fn for_each_vector<T: Input16>(n_vec: u64, x: *const T, mut f: impl FnMut(u64, bool, Regs8<f32>)) {
-    let lane = lane_id() as u64;
-    let mut base = global_x() as u64 - lane;
-    let stride = grid_stride_x() as u64;
-    let load = |v: u64| {
+pub(crate) unsafe fn for_each_vector<T: Input16>(n_vec: u32, x: *const T, mut f: impl FnMut(u32, bool, T::Vector)) {
+    let lane = lane_id();
+    let mut base = global_x() as u32 - lane;
+    let stride = grid_stride_x() as u32;
+    let load = |v: u32| {
         if v < n_vec {
             // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
-            T::widen(unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add((v * VEC) as usize)) })
+            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
         } else {
-            Regs8::splat(0.0)
+            zero_vector::<T>()
         }
     };
     while base < n_vec {
@@ -151,40 +221,83 @@ pub(crate) unsafe fn for_each_vector<T: Input16>(n_vec: u64, x: *const T, mut f:
 /// # Safety
 /// `out` is 8-byte aligned and `8 · v + 8` bytes long, and nothing else writes those bytes.
 #[inline(always)]
-pub(crate) unsafe fn store8(out: *mut u8, v: u64, bytes: u64) {
+pub(crate) unsafe fn store8(out: *mut u8, v: usize, bytes: u64) {
     // SAFETY: the caller's contract.
-    unsafe { out.add((v * VEC) as usize).cast::<u64>().write(bytes) }
+    unsafe { out.add(v * VEC as usize).cast::<u64>().write(bytes) }
 }
 
 /// Vectors per per-token group (16 lanes × 8 elements = 128).
-const GROUP_LANES: u32 = (q::GROUP as u64 / VEC) as u32;
+const GROUP_LANES: u32 = q::GROUP as u32 / VEC;
+
+/// A lane's per-token group, as the (row, group-in-row) its scale is indexed by, stepped
+/// along the lane's vectors without dividing.
+struct GroupCursor {
+    row: u32,
+    group: u32,
+    groups_per_row: u32,
+    step_rows: u32,
+    step_groups: u32,
+}
+
+impl GroupCursor {
+    /// At group `first`, advancing `step` groups per move.
+    #[inline(always)]
+    fn new(first: u32, step: u32, groups_per_row: u32) -> Self {
+        GroupCursor {
+            row: first / groups_per_row,
+            group: first % groups_per_row,
+            groups_per_row,
+            step_rows: step / groups_per_row,
+            step_groups: step % groups_per_row,
+        }
+    }
+
+    /// Moves `step` groups on.
+    #[inline(always)]
+    fn advance(&mut self) {
+        self.row += self.step_rows;
+        self.group += self.step_groups;
+        if self.group >= self.groups_per_row {
+            self.group -= self.groups_per_row;
+            self.row += 1;
+        }
+    }
+}
 
 /// Per-token 1 × 128 e4m3 quantisation of the `rows × cols` row-major `x` (`cols % 128 == 0`).
 ///
 /// # Safety
-/// `x` (16-byte aligned) holds `rows · cols` elements, `out` (8-byte aligned) as many bytes,
-/// `scales` `cols / 128 · round_up(rows, 4)` f32; none overlap, `x` is not written.
+/// `x` (16-byte aligned) holds `rows · cols ≤ logic::quant::MAX_ELEMENTS` elements, `out`
+/// (8-byte aligned) as many bytes, `scales` `cols / 128 · round_up(rows, 4)` f32; none
+/// overlap, `x` is not written; the grid has fewer than 2^30 threads.
 #[inline(always)]
 unsafe fn quant_group<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, out: *mut u8, scales: *mut f32) {
-    let groups_per_row = cols / q::GROUP as u64;
-    let pitch = rows.div_ceil(q::SCALE_ROW_ALIGN as u64) * q::SCALE_ROW_ALIGN as u64;
+    // All below 2^31 (MAX_ELEMENTS): 32-bit arithmetic.
+    let n_vec = (rows * cols / VEC as u64) as u32;
+    let (rows, groups_per_row) = (rows as u32, (cols / q::GROUP as u64) as u32);
+    let pitch = rows.div_ceil(q::SCALE_ROW_ALIGN as u32) * q::SCALE_ROW_ALIGN as u32;
+    // A lane's vectors are `grid_stride_x()` apart, a multiple of 32: the lanes whose vector
+    // starts a group (v % 16 == 0) are always lanes 0 and 16, and their groups move by a fixed
+    // step.
+    let mut cursor =
+        GroupCursor::new(global_x() as u32 / GROUP_LANES, grid_stride_x() as u32 / GROUP_LANES, groups_per_row);
     // SAFETY: the contract above; the closure runs warp-uniformly.
     unsafe {
-        for_each_vector(rows * cols / VEC, x, |v, in_range, values| {
-            let amax = amax_lanes::<GROUP_LANES>(amax8(&values));
+        for_each_vector(n_vec, x, |v, in_range, raw| {
+            let amax = AmaxKey::of::<T>(raw).across_lanes::<GROUP_LANES>().amax::<T>();
             let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
             if in_range {
-                store8(out, v, pack8::<E4m3>(&values.map(|e| e * (1.0 / scale))));
-                if v % GROUP_LANES as u64 == 0 {
-                    let g = v / GROUP_LANES as u64;
-                    let (row, group) = (g / groups_per_row, g % groups_per_row);
-                    let at = |r: u64| q::group_scale_index(r as usize, group as usize, pitch as usize);
+                store8(out, v as usize, pack8::<E4m3>(&T::widen(raw).map(|e| e * (1.0 / scale))));
+                if v % GROUP_LANES == 0 {
+                    let (row, group) = (cursor.row, cursor.group);
+                    let at = |r: u32| q::group_scale_index(r as usize, group as usize, pitch as usize);
                     scales.add(at(row)).write(scale);
                     if row + 1 == rows {
                         (rows..pitch).for_each(|r| scales.add(at(r)).write(0.0));
                     }
                 }
             }
+            cursor.advance();
         })
     }
 }
@@ -213,37 +326,9 @@ pub unsafe fn quant_group_e4m3_f16(rows: u64, cols: u64, pow2: u32, x: *const F1
 /// Threads per weight-block CTA: 16 column vectors × 16 row lanes.
 pub const BLOCK_THREADS: u32 = 256;
 /// Column vectors across a 128-wide block.
-const BLOCK_COL_VECS: u64 = q::BLOCK as u64 / VEC;
-/// Rows each thread covers (128 rows / 16 row lanes).
-const ROWS_PER_THREAD: u64 = q::BLOCK as u64 / (BLOCK_THREADS as u64 / BLOCK_COL_VECS);
-
-/// Calls `f(element offset, values)` for this thread's vectors of the block at
-/// `(row0, col0)` that lie inside the `rows × cols` matrix.
-///
-/// # Safety
-/// `x` is 16-byte aligned, holds `rows · cols` elements (`cols % 8 == 0`), not written during
-/// the launch.
-#[inline(always)]
-unsafe fn for_block_vectors<T: Input16>(
-    rows: u64,
-    cols: u64,
-    row0: u64,
-    col0: u64,
-    x: *const T,
-    mut f: impl FnMut(u64, Regs8<f32>),
-) {
-    let t = thread_rank() as u64;
-    let col = col0 + (t % BLOCK_COL_VECS) * VEC;
-    let first = row0 + t / BLOCK_COL_VECS;
-    for i in 0..ROWS_PER_THREAD {
-        let row = first + i * (BLOCK_THREADS as u64 / BLOCK_COL_VECS);
-        if row < rows && col < cols {
-            let at = row * cols + col;
-            // SAFETY: row < rows and col + 8 ≤ cols (cols % 8 == 0): inside x, 16-byte aligned.
-            f(at, T::widen(unsafe { global::load::<T::Vector, ReadOnly>(x.add(at as usize)) }));
-        }
-    }
-}
+const BLOCK_COL_VECS: u32 = q::BLOCK as u32 / VEC;
+/// Rows between a thread's successive vectors (the row lanes).
+const BLOCK_ROW_LANES: u32 = BLOCK_THREADS / BLOCK_COL_VECS;
 
 /// 128 × 128-block e4m3 quantisation of the `rows × cols` row-major weight `x`.
 ///
@@ -256,21 +341,34 @@ unsafe fn quant_block<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
     let scratch = unsafe { ReduceScratch::<f32>::declare() };
     let block_cols = cols.div_ceil(q::BLOCK as u64);
     let blocks = rows.div_ceil(q::BLOCK as u64) * block_cols;
+    let t = thread_rank();
+    let (col_in_block, row_in_block) = ((t % BLOCK_COL_VECS * VEC) as u64, (t / BLOCK_COL_VECS) as u64);
     let mut b = block_idx().x as u64;
     while b < blocks {
         let (row0, col0) = ((b / block_cols) * q::BLOCK as u64, (b % block_cols) * q::BLOCK as u64);
-        let mut amax = 0.0;
-        // SAFETY: the contract above.
-        unsafe { for_block_vectors(rows, cols, row0, col0, x, |_, v| amax = q::amax_combine(amax, amax8(&v))) };
-        // SAFETY: every thread reaches it: `b` is the same across the block.
-        let amax = unsafe { scratch.max(amax) };
-        let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
-        // SAFETY: the contract above; each element offset is this thread's own 8 bytes.
-        unsafe {
-            for_block_vectors(rows, cols, row0, col0, x, |at, v| {
-                store8(out, at / VEC, pack8::<E4m3>(&v.map(|e| e * (1.0 / scale))))
-            })
+        let (first_row, col) = (row0 + row_in_block, col0 + col_in_block);
+        // This thread's eight vectors, rows `first_row + 16 i`: (element offset, inside the matrix).
+        let at = |i: usize| {
+            let row = first_row + (i as u32 * BLOCK_ROW_LANES) as u64;
+            (row * cols + col, row < rows && col < cols)
         };
+        let raw: Regs8<T::Vector> = Regs8::from_fn(|i| match at(i) {
+            // SAFETY: inside the matrix (col + 8 ≤ cols as cols % 8 == 0): 16-byte aligned.
+            (offset, true) => unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(offset as usize)) },
+            _ => zero_vector::<T>(),
+        });
+        let mut key = AmaxKey::ZERO;
+        raw.for_each(|_, v| key = key.max(AmaxKey::of::<T>(v)));
+        // SAFETY: every thread reaches it: `b` is the same across the block.
+        let amax = unsafe { scratch.max(key.amax::<T>()) };
+        let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
+        raw.for_each(|i, v| {
+            if let (offset, true) = at(i) {
+                let bytes = pack8::<E4m3>(&T::widen(v).map(|e| e * (1.0 / scale)));
+                // SAFETY: the contract above; the offset is this thread's own 8 bytes.
+                unsafe { store8(out, (offset / VEC as u64) as usize, bytes) };
+            }
+        });
         if thread_rank() == 0 {
             // SAFETY: b < blocks = the scale count (logic::quant::block_scale_index order).
             unsafe { scales.add(b as usize).write(scale) };

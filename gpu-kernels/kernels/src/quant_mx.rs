@@ -23,12 +23,12 @@ use warpforge_dsl::regs::{RegArray, Regs8};
 use warpforge_dsl::thread::{global_x, grid_stride_x};
 use warpforge_dsl::warp;
 
-use crate::quant::{Input16, VEC, amax_lanes, amax8, for_each_vector, pack8, store8};
+use crate::quant::{AmaxKey, Input16, VEC, for_each_vector, has_nan, pack8, store8};
 
 /// Vectors per MX block (4 lanes × 8 = 32 elements).
-const MX_LANES: u32 = (q::MX_BLOCK as u64 / VEC) as u32;
+const MX_LANES: u32 = q::MX_BLOCK as u32 / VEC;
 /// Vectors per NVFP4 block (2 lanes × 8 = 16 elements).
-const NVFP4_LANES: u32 = (q::NVFP4_BLOCK as u64 / VEC) as u32;
+const NVFP4_LANES: u32 = q::NVFP4_BLOCK as u32 / VEC;
 
 /// A decoder's output element, stored eight at a time.
 trait Output8 {
@@ -62,19 +62,19 @@ impl Output8 for f32 {
 /// 32 elements to `scales`.
 ///
 /// # Safety
-/// `x` (16-byte aligned) holds `n` elements, read-only; `out` (8-byte aligned) `n` bytes;
-/// `scales` `n / 32` bytes; disjoint.
+/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `out`
+/// (8-byte aligned) `n` bytes; `scales` `n / 32` bytes; disjoint; fewer than 2^30 threads.
 #[inline(always)]
 unsafe fn mxfp8_encode<T: Input16>(n: u64, x: *const T, out: *mut u8, scales: *mut u8) {
-    // SAFETY: the contract above; the closure runs warp-uniformly.
+    // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
     unsafe {
-        for_each_vector(n / VEC, x, |v, in_range, values| {
-            let byte = q::mx_scale_byte(amax_lanes::<MX_LANES>(amax8(&values)));
+        for_each_vector((n / VEC as u64) as u32, x, |v, in_range, raw| {
+            let byte = q::mx_scale_byte(AmaxKey::of::<T>(raw).across_lanes::<MX_LANES>().amax::<T>());
             let factor = q::exp2i(127 - byte as i32);
             if in_range {
-                store8(out, v, pack8::<E4m3>(&values.map(|e| e * factor)));
-                if v % MX_LANES as u64 == 0 {
-                    scales.add((v / MX_LANES as u64) as usize).write(byte);
+                store8(out, v as usize, pack8::<E4m3>(&T::widen(raw).map(|e| e * factor)));
+                if v % MX_LANES == 0 {
+                    scales.add((v / MX_LANES) as usize).write(byte);
                 }
             }
         })
@@ -130,16 +130,16 @@ unsafe fn mxfp8_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, 
     let load = |i: u64| {
         // SAFETY: i < n / 8: eight code bytes and their block's scale byte.
         unsafe {
-            let bytes = codes.add((i * VEC) as usize).cast::<u64>().read();
+            let bytes = codes.add((i * VEC as u64) as usize).cast::<u64>().read();
             (bytes, scales.add((i / MX_LANES as u64) as usize).read())
         }
     };
-    for_each_index(n / VEC, load, |i, (bytes, scale_byte)| {
+    for_each_index(n / VEC as u64, load, |i, (bytes, scale_byte)| {
         let scale = q::mx_scale(scale_byte);
         let (lo, hi) = (E4m3::unpack4(bytes as u32), E4m3::unpack4((bytes >> 32) as u32));
         let v = Regs8(lo.0, lo.1, lo.2, lo.3, hi.0, hi.1, hi.2, hi.3).map(|e| scale * e);
         // SAFETY: i < n / 8: eight outputs.
-        unsafe { O::store8(out.add((i * VEC) as usize), v) };
+        unsafe { O::store8(out.add((i * VEC as u64) as usize), v) };
     })
 }
 
@@ -207,8 +207,8 @@ fn nvfp4_values(word: u32, scale: f32) -> Regs8<f32> {
 /// the global scale to `*global_out` (thread 0).
 ///
 /// # Safety
-/// `x` (16-byte aligned) holds `n` elements, read-only; `amax` one word written before the
-/// launch; `out` (4-byte aligned) `n / 2` bytes; `scales` `n / 16` bytes; `global_out` one
+/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `amax`
+/// one word written before the launch; `out` (4-byte aligned) `n / 2` bytes; `scales` `n / 16` bytes; `global_out` one
 /// f32; disjoint.
 #[inline(always)]
 unsafe fn nvfp4_encode<T: Input16>(
@@ -225,18 +225,18 @@ unsafe fn nvfp4_encode<T: Input16>(
         // SAFETY: one writable f32, this thread's only.
         unsafe { global_out.write(global) };
     }
-    // SAFETY: the contract above; the closure runs warp-uniformly.
+    // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
     unsafe {
-        for_each_vector(n / VEC, x, |v, in_range, values| {
-            let mut nan = 0;
-            values.for_each(|_, e| nan |= (e != e) as u32);
+        for_each_vector((n / VEC as u64) as u32, x, |v, in_range, raw| {
+            let nan = has_nan::<T>(raw) as u32;
             let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
-            let byte = q::nvfp4_block_scale(amax_lanes::<NVFP4_LANES>(amax8(&values)), global, nan != 0);
+            let amax = AmaxKey::of::<T>(raw).across_lanes::<NVFP4_LANES>().amax::<T>();
+            let byte = q::nvfp4_block_scale(amax, global, nan != 0);
             let scale = q::nvfp4_scale(byte, global);
             if in_range {
-                out.add((v * VEC / 2) as usize).cast::<u32>().write(nvfp4_word(&values, scale));
-                if v % NVFP4_LANES as u64 == 0 {
-                    scales.add((v / NVFP4_LANES as u64) as usize).write(byte);
+                out.add(v as usize * VEC as usize / 2).cast::<u32>().write(nvfp4_word(&T::widen(raw), scale));
+                if v % NVFP4_LANES == 0 {
+                    scales.add((v / NVFP4_LANES) as usize).write(byte);
                 }
             }
         })
@@ -290,15 +290,15 @@ unsafe fn nvfp4_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, 
     let load = |i: u64| {
         // SAFETY: i < n / 8: four code bytes and their block's scale byte.
         unsafe {
-            let word = codes.add((i * VEC / 2) as usize).cast::<u32>().read();
+            let word = codes.add((i * VEC as u64 / 2) as usize).cast::<u32>().read();
             (word, scales.add((i / NVFP4_LANES as u64) as usize).read())
         }
     };
-    for_each_index(n / VEC, load, |i, (word, scale_byte)| {
+    for_each_index(n / VEC as u64, load, |i, (word, scale_byte)| {
         let scale = q::nvfp4_scale(scale_byte, global);
         let v = nvfp4_values(word, scale);
         // SAFETY: i < n / 8: eight outputs.
-        unsafe { O::store8(out.add((i * VEC) as usize), v) };
+        unsafe { O::store8(out.add((i * VEC as u64) as usize), v) };
     })
 }
 

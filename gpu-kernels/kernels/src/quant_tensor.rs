@@ -17,25 +17,28 @@ use warpforge_dsl::regs::{RegArray, Regs4};
 use warpforge_dsl::thread::{global_x, grid_stride_x, lane_id};
 use warpforge_dsl::warp;
 
-use crate::quant::{Fp8, Input16, VEC, amax8, pack8, store8};
+use crate::quant::{AmaxKey, Fp8, Input16, VEC, pack8, store8};
 
 /// Folds the largest finite magnitude of `x[0..n]` into `*amax` (f32 bits, `atom.max.u32`).
 ///
 /// # Safety
-/// `x` (16-byte aligned) holds `n` elements, not written during the launch; `amax` is a
+/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, not written during the launch; `amax` is a
 /// 4-byte-aligned word accessed only atomically during the launch; block size a multiple of 32.
 #[inline(always)]
 unsafe fn amax_of<T: Input16>(n: u64, x: *const T, amax: *mut u32) {
-    let n_vec = n / VEC;
-    let mut a = 0.0;
-    let mut i = global_x() as u64;
+    // Below 2^31 (MAX_ELEMENTS): 32-bit vector indices.
+    let n_vec = (n / VEC as u64) as u32;
+    let mut key = AmaxKey::ZERO;
+    let mut i = global_x() as u32;
     while i < n_vec {
         // SAFETY: i < n / 8: the vector lies inside x and is 16-byte aligned.
-        let v = T::widen(unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add((i * VEC) as usize)) });
-        a = q::amax_combine(a, amax8(&v));
-        i += grid_stride_x() as u64;
+        key = key.max(AmaxKey::of::<T>(unsafe {
+            global::load::<T::Vector, ReadOnlyNoL1>(x.add(i as usize * VEC as usize))
+        }));
+        i += grid_stride_x() as u32;
     }
-    let tail = n_vec * VEC + global_x() as u64;
+    let mut a = key.amax::<T>();
+    let tail = n_vec as u64 * VEC as u64 + global_x() as u64;
     if tail < n {
         // SAFETY: tail < n.
         a = q::amax_combine(a, q::finite_abs(unsafe { (*x.add(tail as usize)).widen_one() }));
@@ -72,8 +75,8 @@ pub unsafe fn amax_f16(n: u64, x: *const F16, amax: *mut u32) {
 /// `*scale_out` by thread 0.
 ///
 /// # Safety
-/// `x` (16-byte aligned) holds `n` elements, read-only; `out` (8-byte aligned) `n` bytes;
-/// `amax` one word written before the launch; `scale_out` one f32; disjoint.
+/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `out`
+/// (8-byte aligned) `n` bytes; `amax` one word written before the launch; `scale_out` one f32; disjoint.
 #[inline(always)]
 unsafe fn quant_tensor<T: Input16, F: Fp8>(n: u64, x: *const T, amax: *const u32, out: *mut u8, scale_out: *mut f32) {
     // SAFETY: one readable word, not written during the launch.
@@ -82,17 +85,17 @@ unsafe fn quant_tensor<T: Input16, F: Fp8>(n: u64, x: *const T, amax: *const u32
         // SAFETY: one writable f32, written by this thread only.
         unsafe { scale_out.write(scale) };
     }
-    let n_vec = n / VEC;
-    let mut i = global_x() as u64;
+    let n_vec = (n / VEC as u64) as u32;
+    let mut i = global_x() as u32;
     while i < n_vec {
         // SAFETY: i < n / 8: the vector lies inside x (16-byte aligned) and its bytes in out.
         unsafe {
-            let v = T::widen(global::load::<T::Vector, ReadOnlyNoL1>(x.add((i * VEC) as usize)));
-            store8(out, i, pack8::<F>(&v.map(|e| e * (1.0 / scale))));
+            let v = T::widen(global::load::<T::Vector, ReadOnlyNoL1>(x.add(i as usize * VEC as usize)));
+            store8(out, i as usize, pack8::<F>(&v.map(|e| e * (1.0 / scale))));
         }
-        i += grid_stride_x() as u64;
+        i += grid_stride_x() as u32;
     }
-    let tail = n_vec * VEC + global_x() as u64;
+    let tail = n_vec as u64 * VEC as u64 + global_x() as u64;
     if tail < n {
         // SAFETY: tail < n, one element in and one byte out.
         unsafe {

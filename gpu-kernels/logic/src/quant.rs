@@ -34,6 +34,11 @@ pub const NVFP4_BLOCK: usize = 16;
 /// Rows a per-token group scale column is padded to (16 bytes of f32, as TMA wants).
 pub const SCALE_ROW_ALIGN: usize = 4;
 
+/// The most elements one quantisation launch takes: 2^34 (32 GiB of bf16). The encoders index
+/// 8-element vectors in 32-bit registers, so `elements / 8 ≤ 2^31` leaves the grid's stride
+/// room below 2^32.
+pub const MAX_ELEMENTS: usize = 1 << 34;
+
 /// A floating-point byte (or nibble) format: its mantissa bits, minimum normal exponent,
 /// largest finite code and whether its all-ones code is NaN.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -162,6 +167,39 @@ pub fn finite_abs(x: f32) -> f32 {
 #[inline(always)]
 pub fn amax_combine(a: f32, b: f32) -> f32 {
     if b > a { b } else { a }
+}
+
+/// Magnitude keys: the finite amax of 16-bit floats (bf16, f16) taken on their bits, two to a
+/// word, without widening them. A 16-bit float's magnitude bits `|h|` order like its value,
+/// and its finite values lie below `nonfinite` (bf16 `0x7F80`, f16 `0x7C00`, the bits of +∞);
+/// the key `|h| + (0x8000 − nonfinite)` is then a non-negative `i16` for every finite value
+/// and a negative one for ±∞ and NaN, so a signed maximum of keys (the device's one-instruction
+/// `max.s16x2`) is the key of the largest finite magnitude and never of a non-finite one: the
+/// amax [`finite_abs`] defines, exactly. The keys of one word stay in their halves: `|h| ≤
+/// 0x7FFF` and the bias is below `0x0400`, so no carry crosses.
+#[inline(always)]
+pub const fn magnitude_key_bias(nonfinite: u16) -> u16 {
+    0x8000 - nonfinite
+}
+
+/// The magnitude keys of the two 16-bit floats in `word` (see [`magnitude_key_bias`]), each in
+/// its half.
+#[inline(always)]
+pub const fn magnitude_keys(word: u32, bias: u16) -> u32 {
+    (word & 0x7fff_7fff) + bias as u32 * 0x0001_0001
+}
+
+/// The larger of two keys read as `i16` (host form of `max.s16x2` on one half).
+#[inline(always)]
+pub const fn key_max(a: u16, b: u16) -> u16 {
+    if (a as i16) < (b as i16) { b } else { a }
+}
+
+/// The magnitude bits a key (or a maximum of keys) stands for: `key − bias` for a finite
+/// value, 0 for a non-finite one (no finite element: amax 0, as [`finite_abs`] gives).
+#[inline(always)]
+pub const fn key_magnitude(key: u16, bias: u16) -> u16 {
+    key_max(key, bias) - bias
 }
 
 /// The smallest power of two ≥ `s` (`s` a positive normal f32; UE8M0 rounding up): the scale

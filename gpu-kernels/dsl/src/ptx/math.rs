@@ -1,5 +1,6 @@
 //! Floating-point arithmetic on the special-function units, and the IEEE-rounded square root and
-//! reciprocal: one `unsafe fn` per PTX form, all unary `f32 → f32`.
+//! reciprocal: one `unsafe fn` per PTX form, unary `f32 → f32`; and the packed 16-bit integer
+//! maximum (sm_90's `VIMNMX.S16x2`).
 //!
 //! Error figures are the PTX ISA's for the instruction (section "Floating Point Instructions");
 //! `.ftz` flushes subnormal inputs and results to sign-preserving zero.
@@ -48,4 +49,20 @@ unary_f32! {
     rsqrt_approx_f32 => "rsqrt.approx.f32";
     /// `tanh(x)`, approximate: max relative error 2^-10.987 (about 2^-11); sm_75+.
     tanh_approx_f32 => "tanh.approx.f32";
+}
+
+/// The signed maximum of each 16-bit half: `d.lo = max(a.lo, b.lo)`, `d.hi = max(a.hi, b.hi)`,
+/// halves read as `i16`.
+///
+/// Emits `max.s16x2 d, a, b;` (sm_90+; one `VIMNMX.S16x2`, and ptxas folds two into one
+/// three-input `VIMNMX3`).
+///
+/// # Safety
+/// None beyond running on sm_90 or later.
+#[inline(always)]
+pub unsafe fn max_s16x2(a: u32, b: u32) -> u32 {
+    let r: u32;
+    // SAFETY: pure integer arithmetic on registers.
+    unsafe { asm!("max.s16x2 {0}, {1}, {2};", out(reg32) r, in(reg32) a, in(reg32) b, options(pure, nomem, nostack)) };
+    r
 }

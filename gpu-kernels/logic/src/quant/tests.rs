@@ -149,6 +149,30 @@ fn layouts() {
     assert_eq!(block_scale_index(299, 130, 200), 5);
 }
 
+/// The two 16-bit input formats: their +∞ bits and exact widening.
+const HALF_FORMATS: [(u16, fn(u16) -> f32); 2] =
+    [(0x7f80, |h| half::bf16::from_bits(h).to_f32()), (0x7c00, |h| half::f16::from_bits(h).to_f32())];
+
+/// Every bf16 and f16 bit pattern: a key is non-negative exactly when the value is finite, and
+/// it decodes to the bits of `finite_abs` of the value (0 for ±∞ and NaN).
+#[test]
+fn magnitude_keys_of_every_16_bit_pattern() {
+    for (nonfinite, widen) in HALF_FORMATS {
+        let bias = magnitude_key_bias(nonfinite);
+        for h in 0..=u16::MAX {
+            let x = widen(h);
+            let key = magnitude_keys(h as u32, bias) as u16;
+            assert_eq!((key as i16) >= 0, x.is_finite(), "{h:#06x}");
+            let back = widen(key_magnitude(key, bias));
+            assert_eq!(back.to_bits(), finite_abs(x).to_bits(), "{h:#06x} → key {key:#06x}");
+            // Both halves of a word are keyed independently, without carries.
+            let pair = magnitude_keys((h as u32) << 16 | 0x8000 | h as u32, bias);
+            assert_eq!((pair >> 16) as u16, key);
+            assert_eq!(pair as u16, magnitude_keys(h as u32 | 0x8000, bias) as u16);
+        }
+    }
+}
+
 /// A 128-element group of values in ±`spread`, with optional 1e4 spikes.
 fn group() -> impl Strategy<Value = Vec<f32>> {
     (prop::collection::vec(-1.0f32..1.0, GROUP), 1e-30f32..1e4, prop::collection::vec(0..GROUP, 0..3)).prop_map(
@@ -189,6 +213,22 @@ proptest! {
                 let top = Minifloat::E4m3.decode(q).abs();
                 prop_assert!(if pow2 { (224.0..=448.0).contains(&top) } else { top == 448.0 }, "amax → {top}");
             }
+        }
+    }
+
+    /// The signed maximum of the keys of any 16-bit words is the key of their finite amax.
+    #[test]
+    fn key_maximum_is_the_finite_amax(words in prop::collection::vec(any::<u32>(), 1..64), specials in prop::collection::vec((0..128usize, 0..4u16), 0..4)) {
+        let mut halves: Vec<u16> = words.iter().flat_map(|&w| [w as u16, (w >> 16) as u16]).collect();
+        for (at, which) in specials {
+            let n = halves.len();
+            halves[at % n] = [0x7f80, 0xff80, 0x7fc1, 0x0000][which as usize];
+        }
+        for (nonfinite, widen) in HALF_FORMATS {
+            let bias = magnitude_key_bias(nonfinite);
+            let key = halves.iter().fold(0u16, |k, &h| key_max(k, magnitude_keys(h as u32, bias) as u16));
+            let amax = halves.iter().fold(0.0, |a, &h| amax_combine(a, finite_abs(widen(h))));
+            prop_assert_eq!(widen(key_magnitude(key, bias)).to_bits(), amax.to_bits());
         }
     }
 
