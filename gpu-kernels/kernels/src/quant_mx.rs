@@ -5,11 +5,13 @@
 //!
 //! A block is consecutive in memory (row-major, K a multiple of the block), so every kernel is
 //! a walk over 8-element vectors: an MX block is 4 lanes and an NVFP4 block 2, their amax one
-//! or two butterfly shuffles (`quant::amax_lanes`). The scale rules are `logic::quant`'s on
-//! every arch (the MX exponent is two integer operations). The MX elements round through the
-//! hardware e4m3 conversion. NVFP4's e2m1 elements round through the hardware conversion on
-//! sm_100a (`num::E2m1`, eight to a word) and through `logic::quant`'s encoder on sm_90a, which
-//! has none: the same codes either way (nearest even, saturating to ±6; NaN never reaches the
+//! or two butterfly shuffles of magnitude keys (`quant::AmaxKey`). The scale rules are
+//! `logic::quant`'s on every arch (the MX exponent is two integer operations; NVFP4's e4m3
+//! block scale rounds through the hardware conversion, the software encoder's bits). The MX
+//! elements round through the hardware e4m3 conversion. NVFP4's e2m1 elements round through
+//! the hardware conversion on sm_100a (`num::E2m1`, eight to a word) and through
+//! `logic::quant::e2m1_encode` (branch-free, a dozen instructions) on sm_90a, which has none:
+//! the same codes either way (nearest even, saturating to ±6; NaN never reaches the
 //! conversion, a block holding one has the NaN scale and all-zero codes). NVFP4's tensor amax
 //! comes from `quant_tensor::amax_*` in a launch before, read from device memory.
 
@@ -202,6 +204,13 @@ fn nvfp4_values(word: u32, scale: f32) -> Regs8<f32> {
     }
 }
 
+/// `logic::quant::nvfp4_block_scale` with the e4m3 rounding in hardware: one `cvt.rn.satfinite`
+/// (the software encoder's bits on every non-NaN input; the value is never NaN).
+#[inline(always)]
+fn nvfp4_block_scale(block_amax: f32, global: f32, has_nan: bool) -> u8 {
+    if has_nan { 0x7f } else { E4m3::from_f32(q::nvfp4_block_scale_value(block_amax, global)).0 }
+}
+
 /// NVFP4 encode of `n` elements (`n % 16 == 0`) under the tensor amax `*amax` (f32 bits, from
 /// `amax_*`): e2m1 pairs to `out` (`n / 2` bytes), e4m3 block scales to `scales` (`n / 16`),
 /// the global scale to `*global_out` (thread 0).
@@ -231,8 +240,8 @@ unsafe fn nvfp4_encode<T: Input16>(
             let nan = has_nan::<T>(raw) as u32;
             let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
             let amax = AmaxKey::of::<T>(raw).across_lanes::<NVFP4_LANES>().amax::<T>();
-            let byte = q::nvfp4_block_scale(amax, global, nan != 0);
-            let scale = q::nvfp4_scale(byte, global);
+            let byte = nvfp4_block_scale(amax, global, nan != 0);
+            let scale = E4m3(byte).to_f32() * global;
             if in_range {
                 out.add(v as usize * VEC as usize / 2).cast::<u32>().write(nvfp4_word(&T::widen(raw), scale));
                 if v % NVFP4_LANES == 0 {

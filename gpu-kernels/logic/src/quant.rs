@@ -305,14 +305,22 @@ pub fn nvfp4_global_scale(amax: f32) -> f32 {
 }
 
 /// The e4m3 scale byte of an NVFP4 block with amax `block_amax` (finite magnitudes) under
-/// `global`: `e4m3((block_amax / 6) / global)`; the NaN byte `0x7F` when `has_nan` (e2m1 has no
-/// NaN, so a block holding one decodes to NaN as a whole).
+/// `global`: `e4m3((block_amax / 6) / global)` ([`nvfp4_block_scale_value`] rounded); the NaN
+/// byte `0x7F` when `has_nan` (e2m1 has no NaN, so a block holding one decodes to NaN as a
+/// whole).
 #[inline(always)]
 pub fn nvfp4_block_scale(block_amax: f32, global: f32, has_nan: bool) -> u8 {
     if has_nan {
         return 0x7f;
     }
-    Minifloat::E4m3.encode(block_amax / Minifloat::E2m1.max() / global)
+    Minifloat::E4m3.encode(nvfp4_block_scale_value(block_amax, global))
+}
+
+/// An NVFP4 block's scale before its e4m3 rounding: `(block_amax / 6) / global`, two IEEE
+/// divisions (never NaN for a finite amax and a positive global scale; +∞ saturates to 448).
+#[inline(always)]
+pub fn nvfp4_block_scale_value(block_amax: f32, global: f32) -> f32 {
+    block_amax / Minifloat::E2m1.max() / global
 }
 
 /// The effective scale of an NVFP4 block: `e4m3(byte) · global`.
@@ -329,9 +337,16 @@ pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
     if scale > 0.0 { e2m1_encode(x * (1.0 / scale)) } else { 0 }
 }
 
-/// [`Minifloat::E2m1`]`.encode(x)` as seven compares against the midpoints between the eight
-/// magnitudes (`<` or `≤` by which neighbour is even), the form the kernels run: the same
-/// codes, NaN to +0, ±∞ and anything past 5 to ±6.
+/// `1.5 · 2^23`: adding it to a non-negative `v < 2^22` rounds `v` to the nearest integer, ties
+/// to even, in the sum's low mantissa bits (its ulp is 1 and it is even).
+const ROUND_TO_INTEGER: f32 = 12_582_912.0;
+
+/// [`Minifloat::E2m1`]`.encode(x)` in the form the kernels run, a dozen instructions without
+/// branches: the e2m1 magnitudes are evenly spaced within three ranges (0.5 apart below 2,
+/// 1 apart in [2, 4), 2 apart from 4), so scaling `|x|` by the inverse spacing (exact: a power
+/// of two) and rounding to the nearest even integer gives the code less the range's first
+/// code, with ties going to the even code as RNE wants; saturated at 7 (±6). The same codes:
+/// NaN to +0, ±∞ and anything past 5 to ±6.
 #[inline(always)]
 pub fn e2m1_encode(x: f32) -> u8 {
     let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
@@ -339,14 +354,18 @@ pub fn e2m1_encode(x: f32) -> u8 {
         return 0;
     }
     let sign = ((x.to_bits() >> 31) as u8) << 3;
-    let code = (a > 0.25) as u8
-        + (a >= 0.75) as u8
-        + (a > 1.25) as u8
-        + (a >= 1.75) as u8
-        + (a > 2.5) as u8
-        + (a >= 3.5) as u8
-        + (a > 5.0) as u8;
-    code | sign
+    let (per_step, first_code) = if a < 2.0 {
+        (2.0, 0)
+    } else if a < 4.0 {
+        (1.0, 2)
+    } else {
+        (0.5, 4)
+    };
+    // The product is exact and below 2^22 unless `a` is past saturation anyway (the sum then
+    // only grows: f32 bits order like non-negative values).
+    let rounded = a * per_step + ROUND_TO_INTEGER;
+    let code = (rounded.to_bits() - ROUND_TO_INTEGER.to_bits()) + first_code;
+    (if code > 7 { 7 } else { code }) as u8 | sign
 }
 
 /// An NVFP4 element's value: `e2m1(code) · scale`.

@@ -53,6 +53,23 @@ fn check_encode(format: Minifloat, x: f32) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The e2m1 encoder against the table at every f32 within 4096 ulps of each rounding
+/// midpoint and range boundary (both signs), where an off-by-one rounding would show.
+#[test]
+fn e2m1_encode_matches_the_table_around_every_midpoint() {
+    for t in [0.25f32, 0.5, 0.75, 1.0, 1.25, 1.75, 2.0, 2.5, 3.5, 4.0, 5.0, 6.0, 8.0, f32::MIN_POSITIVE] {
+        let bits = t.to_bits();
+        for b in bits - 4096..=bits + 4096 {
+            for x in [f32::from_bits(b), -f32::from_bits(b)] {
+                assert_eq!(e2m1_encode(x), reference_e2m1(x), "{x:e} bits {:#x}", x.to_bits());
+            }
+        }
+    }
+    for x in [0.0f32, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, 1e30, f32::NAN, -f32::NAN] {
+        assert_eq!(e2m1_encode(x), reference_e2m1(x), "{x:e}");
+    }
+}
+
 #[test]
 fn fp8_encode_matches_float8_on_a_sweep_of_f32_bit_patterns() {
     for bits in (0..=u32::MAX).step_by(4099).chain([0x7f80_0000, 0xff80_0000, 0x8000_0000, 0x7fc0_0000]) {
