@@ -25,8 +25,10 @@ use warpforge_logic::quant as q;
 
 use crate::Warpforge;
 
-/// Threads per block of the quantising kernels (the weight-block kernel's `.reqntid`).
+/// Threads per block of the grid-stride quantising kernels.
 const THREADS: u32 = 256;
+/// Threads per block of the weight-block kernel (its `.reqntid`).
+const BLOCK_THREADS: u32 = 512;
 /// Resident blocks per SM the grid-stride loops are sized for.
 const BLOCKS_PER_SM: u32 = 8;
 /// Alignment of the element and code buffers (16-byte vector accesses).
@@ -293,7 +295,9 @@ impl Warpforge {
         )?;
         let kernel = self.entry(entry)?;
         let config = if scheme == QuantScheme::PerBlock {
-            LaunchConfig::linear(e.scales.min((self.sm_count() * BLOCKS_PER_SM) as usize) as u32, THREADS)
+            // Persistent: as many CTAs as fit at once (each walks blocks), at most one per block.
+            let plan = kernel.kernel().plan_persistent(BLOCK_THREADS, 0, None, e.scales as u64)?;
+            LaunchConfig::linear(plan.blocks, BLOCK_THREADS)
         } else {
             self.quant_grid(e.elements / VEC)
         };

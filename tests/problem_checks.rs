@@ -145,11 +145,10 @@ fn check_quant(scheme: QuantScheme, rows: usize, cols: usize) -> Result<(), Test
             let pad = (rows as u128).div_ceil(4) * 4;
             let scales_overflow =
                 scheme == QuantScheme::PerTokenGroup && pad * (cols / 128) as u128 > usize::MAX as u128;
-            let refused =
-                rows == 0
-                    || cols == 0
-                    || !cols.is_multiple_of(multiple)
-                    || elements > warpforge_logic::quant::MAX_ELEMENTS as u128;
+            let refused = rows == 0
+                || cols == 0
+                || !cols.is_multiple_of(multiple)
+                || elements > warpforge_logic::quant::MAX_ELEMENTS as u128;
             prop_assert!(refused || scales_overflow, "refused {:?} {} × {}", scheme, rows, cols);
         }
         Err(other) => prop_assert!(false, "untyped error {other:?}"),

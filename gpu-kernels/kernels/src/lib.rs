@@ -36,6 +36,7 @@ pub mod gemm_swiglu_sm90;
 pub mod pack;
 pub mod persistent_visit;
 pub mod quant;
+pub mod quant_block;
 pub mod quant_mx;
 pub mod quant_tensor;
 pub mod reduce;

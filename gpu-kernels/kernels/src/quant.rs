@@ -1,6 +1,6 @@
-//! FP8 quantisation for Hopper GEMM operands: per-token 1 × 128 groups of an activation and
-//! 128 × 128 blocks of a weight, both e4m3 with f32 scales; plus the vocabulary the other
-//! quantising kernels (`quant_tensor`, `quant_mx`) share.
+//! FP8 quantisation for Hopper GEMM operands: per-token 1 × 128 groups of an activation, e4m3
+//! with f32 scales; plus the vocabulary the other quantising kernels (`quant_block`,
+//! `quant_tensor`, `quant_mx`) share.
 //!
 //! Memory-bound, so counted in instructions: every lane moves eight 16-bit inputs by one
 //! 16-byte read-only load and writes their eight FP8 bytes with one 8-byte store; the amax is
@@ -16,18 +16,17 @@
 //! groups of 8 lanes, two vectors per lane, so a group's scale arithmetic is shared by twice
 //! the elements), reduces each group's amax over its 8 lanes with three butterfly shuffles,
 //! and writes the scale MN-major (`logic::quant::group_scale_index`), each lane stepping its
-//! group's (row, group) coordinates by the grid's fixed stride instead of dividing. Weight blocks: one 256-thread CTA per 128 × 128 block (grid-stride over blocks),
-//! 16 threads across the block's 128 columns and 16 down its rows, eight rows each, held in
-//! registers from the load through the block amax (a block reduction) to the quantised store.
+//! group's (row, group) coordinates by the grid's fixed stride instead of dividing.
+//!
+//! Weight blocks (128 × 128) are `quant_block`'s, on the same vocabulary.
 
-use warpforge_dsl::block::ReduceScratch;
 use warpforge_dsl::global::{self, Bf16x8, F16x8, ReadOnlyNoL1, Vector16};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant::{self as q, Minifloat};
 use warpforge_dsl::math::max_s16x2;
 use warpforge_dsl::num::{Bf16, E4m3, E5m2, F16};
 use warpforge_dsl::regs::{RegArray, Regs4, Regs8};
-use warpforge_dsl::thread::{block_idx, global_x, grid_size, grid_stride_x, lane_id, thread_rank};
+use warpforge_dsl::thread::{global_x, grid_stride_x, lane_id};
 use warpforge_dsl::warp;
 
 /// Elements per 16-byte vector of 16-bit input.
@@ -184,18 +183,27 @@ pub(crate) fn pack8<F: Fp8>(v: &Regs8<f32>) -> u64 {
 /// vectors (lane `l` the `l`-th), so an aligned run of `2^j` lanes holds `8 · 2^j` consecutive
 /// elements. Calls `f(vector, in_range, raw)` on every lane of every step (warp-uniform
 /// control flow, so `f` may use warp collectives); lanes past the end see zeros. A lane's
-/// successive calls see vectors `global_x()`, then each `grid_stride_x()` past the one before.
-/// Two steps' loads are issued before either is processed, so each lane keeps 32 bytes in
-/// flight.
+/// successive calls see vectors `global_x()`, then each `grid_stride_x()` past the one before;
+/// `BACKWARD` mirrors the order of the warps' 32-vector steps (the last step first), for a
+/// second pass over data a first pass has just read forward: its first reads then find the
+/// first pass's last ones still in L2. Two steps' loads are issued before either is processed,
+/// so each lane keeps 32 bytes in flight.
 ///
 /// # Safety
 /// `x` is 16-byte aligned and holds `8 · n_vec` elements not written during the launch; the
 /// block size is a multiple of 32; `n_vec + 2 · grid_stride_x() < 2^32`.
 #[inline(always)]
-pub(crate) unsafe fn for_each_vector<T: Input16>(n_vec: u32, x: *const T, mut f: impl FnMut(u32, bool, T::Vector)) {
+pub(crate) unsafe fn for_each_vector<T: Input16, const BACKWARD: bool>(
+    n_vec: u32,
+    x: *const T,
+    mut f: impl FnMut(u32, bool, T::Vector),
+) {
     let lane = lane_id();
     let mut base = global_x() as u32 - lane;
     let stride = grid_stride_x() as u32;
+    // The last step's first vector; the walk below only runs when n_vec ≥ 1.
+    let last = n_vec.saturating_sub(1) / 32 * 32;
+    let step = |base: u32| if BACKWARD { last - base } else { base };
     let load = |v: u32| {
         if v < n_vec {
             // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
@@ -205,7 +213,7 @@ pub(crate) unsafe fn for_each_vector<T: Input16>(n_vec: u32, x: *const T, mut f:
         }
     };
     while base < n_vec {
-        let (v0, v1) = (base + lane, base + stride + lane);
+        let (v0, v1) = (step(base) + lane, if base + stride < n_vec { step(base + stride) + lane } else { n_vec });
         let (x0, x1) = (load(v0), load(v1));
         f(v0, v0 < n_vec, x0);
         // Warp-uniform: `base` is the same on every lane of the warp.
@@ -265,36 +273,37 @@ pub(crate) unsafe fn store8(out: *mut u8, v: usize, bytes: u64) {
 /// Lanes per per-token group: 8 lanes × 2 vectors × 8 elements = 128.
 const GROUP_LANES: u32 = q::GROUP as u32 / (2 * VEC);
 
-/// A lane's per-token group, as the (row, group-in-row) its scale is indexed by, stepped
-/// along the lane's vectors without dividing.
-struct GroupCursor {
-    row: u32,
-    group: u32,
-    groups_per_row: u32,
+/// An item's (row, column) in a row-major grid of `per_row` columns (a per-token group's row
+/// and group in the row, a weight block's block row and column), moved a fixed number of
+/// items at a time without dividing.
+pub(crate) struct GridCursor {
+    pub(crate) row: u32,
+    pub(crate) col: u32,
+    per_row: u32,
     step_rows: u32,
-    step_groups: u32,
+    step_cols: u32,
 }
 
-impl GroupCursor {
-    /// At group `first`, advancing `step` groups per move.
+impl GridCursor {
+    /// At item `first`, moving `step` items per [`Self::advance`].
     #[inline(always)]
-    fn new(first: u32, step: u32, groups_per_row: u32) -> Self {
-        GroupCursor {
-            row: first / groups_per_row,
-            group: first % groups_per_row,
-            groups_per_row,
-            step_rows: step / groups_per_row,
-            step_groups: step % groups_per_row,
+    pub(crate) fn new(first: u32, step: u32, per_row: u32) -> Self {
+        GridCursor {
+            row: first / per_row,
+            col: first % per_row,
+            per_row,
+            step_rows: step / per_row,
+            step_cols: step % per_row,
         }
     }
 
-    /// Moves `step` groups on.
+    /// Moves `step` items on.
     #[inline(always)]
-    fn advance(&mut self) {
+    pub(crate) fn advance(&mut self) {
         self.row += self.step_rows;
-        self.group += self.step_groups;
-        if self.group >= self.groups_per_row {
-            self.group -= self.groups_per_row;
+        self.col += self.step_cols;
+        if self.col >= self.per_row {
+            self.col -= self.per_row;
             self.row += 1;
         }
     }
@@ -316,7 +325,7 @@ unsafe fn quant_group<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
     // `2 · grid_stride_x() / 16` groups per step (the stride is a multiple of 32).
     let group_of = |v: u32| v / (2 * GROUP_LANES);
     let first = 2 * (global_x() as u32 - lane_id()) + lane_id() / GROUP_LANES * 2 * GROUP_LANES;
-    let mut cursor = GroupCursor::new(group_of(first), group_of(2 * grid_stride_x() as u32), groups_per_row);
+    let mut cursor = GridCursor::new(group_of(first), group_of(2 * grid_stride_x() as u32), groups_per_row);
     // SAFETY: the contract above (n_vec is a multiple of 16, cols % 128 == 0); the closure runs
     // warp-uniformly.
     unsafe {
@@ -331,7 +340,7 @@ unsafe fn quant_group<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
                     store8(out, at, pack8::<E4m3>(&T::widen(raw).map(|e| e * inverse)));
                 }
                 if lane_id() % GROUP_LANES == 0 {
-                    let (row, group) = (cursor.row, cursor.group);
+                    let (row, group) = (cursor.row, cursor.col);
                     let at = |r: u32| q::group_scale_index(r as usize, group as usize, pitch as usize);
                     scales.add(at(row)).write(scale);
                     if row + 1 == rows {
@@ -363,80 +372,4 @@ pub unsafe fn quant_group_e4m3_bf16(rows: u64, cols: u64, pow2: u32, x: *const B
 pub unsafe fn quant_group_e4m3_f16(rows: u64, cols: u64, pow2: u32, x: *const F16, out: *mut u8, scales: *mut f32) {
     // SAFETY: the launch contract above.
     unsafe { quant_group(rows, cols, pow2, x, out, scales) }
-}
-
-/// Threads per weight-block CTA: 16 column vectors × 16 row lanes.
-pub const BLOCK_THREADS: u32 = 256;
-/// Column vectors across a 128-wide block.
-const BLOCK_COL_VECS: u32 = q::BLOCK as u32 / VEC;
-/// Rows between a thread's successive vectors (the row lanes).
-const BLOCK_ROW_LANES: u32 = BLOCK_THREADS / BLOCK_COL_VECS;
-
-/// 128 × 128-block e4m3 quantisation of the `rows × cols` row-major weight `x`.
-///
-/// # Safety
-/// `x` (16-byte aligned, `cols % 8 == 0`) holds `rows · cols` elements, `out` (8-byte aligned)
-/// as many bytes, `scales` `ceil(rows/128) · ceil(cols/128)` f32; disjoint; 256 threads.
-#[inline(always)]
-unsafe fn quant_block<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, out: *mut u8, scales: *mut f32) {
-    // SAFETY: declared once, at the top of the kernel.
-    let scratch = unsafe { ReduceScratch::<f32>::declare() };
-    let block_cols = cols.div_ceil(q::BLOCK as u64);
-    let blocks = rows.div_ceil(q::BLOCK as u64) * block_cols;
-    let t = thread_rank();
-    let (col_in_block, row_in_block) = ((t % BLOCK_COL_VECS * VEC) as u64, (t / BLOCK_COL_VECS) as u64);
-    let mut b = block_idx().x as u64;
-    while b < blocks {
-        let (row0, col0) = ((b / block_cols) * q::BLOCK as u64, (b % block_cols) * q::BLOCK as u64);
-        let (first_row, col) = (row0 + row_in_block, col0 + col_in_block);
-        // This thread's eight vectors, rows `first_row + 16 i`: (element offset, inside the matrix).
-        let at = |i: usize| {
-            let row = first_row + (i as u32 * BLOCK_ROW_LANES) as u64;
-            (row * cols + col, row < rows && col < cols)
-        };
-        let raw: Regs8<T::Vector> = Regs8::from_fn(|i| match at(i) {
-            // SAFETY: inside the matrix (col + 8 ≤ cols as cols % 8 == 0): 16-byte aligned.
-            (offset, true) => unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(offset as usize)) },
-            _ => zero_vector::<T>(),
-        });
-        let mut key = AmaxKey::ZERO;
-        raw.for_each(|_, v| key = key.max(AmaxKey::of::<T>(v)));
-        // SAFETY: every thread reaches it: `b` is the same across the block.
-        let amax = unsafe { scratch.max(key.amax::<T>()) };
-        let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
-        raw.for_each(|i, v| {
-            if let (offset, true) = at(i) {
-                let bytes = pack8::<E4m3>(&T::widen(v).map(|e| e * (1.0 / scale)));
-                // SAFETY: the contract above; the offset is this thread's own 8 bytes.
-                unsafe { store8(out, (offset / VEC as u64) as usize, bytes) };
-            }
-        });
-        if thread_rank() == 0 {
-            // SAFETY: b < blocks = the scale count (logic::quant::block_scale_index order).
-            unsafe { scales.add(b as usize).write(scale) };
-        }
-        b += grid_size() as u64;
-    }
-}
-
-/// 128 × 128-block e4m3 quantisation of a bf16 weight (`N × K` row-major, `K % 8 == 0`, ragged
-/// edge blocks allowed); see the module doc.
-///
-/// # Safety
-/// As `quant_block`: `x` rows × cols bf16, `out` as many bytes, `scales`
-/// `ceil(rows/128) · ceil(cols/128)` f32, disjoint and aligned as stated; 256 threads.
-#[kernel(threads = 256)]
-pub unsafe fn quant_block_e4m3_bf16(rows: u64, cols: u64, pow2: u32, x: *const Bf16, out: *mut u8, scales: *mut f32) {
-    // SAFETY: the launch contract above.
-    unsafe { quant_block(rows, cols, pow2, x, out, scales) }
-}
-
-/// 128 × 128-block e4m3 quantisation of an f16 weight.
-///
-/// # Safety
-/// As [`quant_block_e4m3_bf16`], with f16 input.
-#[kernel(threads = 256)]
-pub unsafe fn quant_block_e4m3_f16(rows: u64, cols: u64, pow2: u32, x: *const F16, out: *mut u8, scales: *mut f32) {
-    // SAFETY: the launch contract above.
-    unsafe { quant_block(rows, cols, pow2, x, out, scales) }
 }

@@ -70,7 +70,7 @@ impl Output8 for f32 {
 unsafe fn mxfp8_encode<T: Input16>(n: u64, x: *const T, out: *mut u8, scales: *mut u8) {
     // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
     unsafe {
-        for_each_vector((n / VEC as u64) as u32, x, |v, in_range, raw| {
+        for_each_vector::<T, false>((n / VEC as u64) as u32, x, |v, in_range, raw| {
             let byte = q::mx_scale_byte(AmaxKey::of::<T>(raw).across_lanes::<MX_LANES>().amax::<T>());
             let factor = q::exp2i(127 - byte as i32);
             if in_range {
@@ -236,7 +236,8 @@ unsafe fn nvfp4_encode<T: Input16>(
     }
     // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
     unsafe {
-        for_each_vector((n / VEC as u64) as u32, x, |v, in_range, raw| {
+        // Backward: `amax_*` has just read x forward.
+        for_each_vector::<T, true>((n / VEC as u64) as u32, x, |v, in_range, raw| {
             let nan = has_nan::<T>(raw) as u32;
             let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
             let amax = AmaxKey::of::<T>(raw).across_lanes::<NVFP4_LANES>().amax::<T>();

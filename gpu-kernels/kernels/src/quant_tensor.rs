@@ -6,7 +6,9 @@
 //! order like the values, so one `atom.global.max.u32` per warp (after a warp max) combines the
 //! CTAs; the host zeroes the word first. NaN and ±∞ are left out of the amax
 //! (`logic::quant::finite_abs`). Both kernels are grid-stride loops over 16-byte vectors of
-//! eight inputs with a scalar tail for `n % 8`; NVFP4's encoder (`quant_mx`) reuses `amax_*`.
+//! eight inputs with a scalar tail for `n % 8`, the quantiser walking backward so that its
+//! first reads hit what the amax pass left in L2; NVFP4's encoder (`quant_mx`) reuses `amax_*`
+//! the same way.
 
 use warpforge_dsl::atomic::AtomicCell;
 use warpforge_dsl::global::{self, ReadOnlyNoL1};
@@ -86,12 +88,15 @@ unsafe fn quant_tensor<T: Input16, F: Fp8>(n: u64, x: *const T, amax: *const u32
         unsafe { scale_out.write(scale) };
     }
     let n_vec = (n / VEC as u64) as u32;
+    // Backward (vector n_vec − 1 − i): `amax_*` has just read x forward, so the first vectors
+    // read here are the ones still in L2.
     let mut i = global_x() as u32;
     while i < n_vec {
-        // SAFETY: i < n / 8: the vector lies inside x (16-byte aligned) and its bytes in out.
+        let v = n_vec - 1 - i;
+        // SAFETY: v < n / 8: the vector lies inside x (16-byte aligned) and its bytes in out.
         unsafe {
-            let v = T::widen(global::load::<T::Vector, ReadOnlyNoL1>(x.add(i as usize * VEC as usize)));
-            store8(out, i as usize, pack8::<F>(&v.map(|e| e * (1.0 / scale))));
+            let values = T::widen(global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)));
+            store8(out, v as usize, pack8::<F>(&values.map(|e| e * (1.0 / scale))));
         }
         i += grid_stride_x() as u32;
     }

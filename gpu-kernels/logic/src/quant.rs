@@ -350,9 +350,6 @@ const ROUND_TO_INTEGER: f32 = 12_582_912.0;
 #[inline(always)]
 pub fn e2m1_encode(x: f32) -> u8 {
     let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
-    if a.is_nan() {
-        return 0;
-    }
     let sign = ((x.to_bits() >> 31) as u8) << 3;
     let (per_step, first_code) = if a < 2.0 {
         (2.0, 0)
@@ -364,8 +361,11 @@ pub fn e2m1_encode(x: f32) -> u8 {
     // The product is exact and below 2^22 unless `a` is past saturation anyway (the sum then
     // only grows: f32 bits order like non-negative values).
     let rounded = a * per_step + ROUND_TO_INTEGER;
-    let code = (rounded.to_bits() - ROUND_TO_INTEGER.to_bits()) + first_code;
-    (if code > 7 { 7 } else { code }) as u8 | sign
+    // (A NaN compares false everywhere and lands in the last range, its sum a NaN with large
+    // bits: selected away at the end rather than branched around.)
+    let code = rounded.to_bits().wrapping_sub(ROUND_TO_INTEGER.to_bits()).wrapping_add(first_code);
+    let code = (if code > 7 { 7 } else { code }) as u8 | sign;
+    if a.is_nan() { 0 } else { code }
 }
 
 /// An NVFP4 element's value: `e2m1(code) · scale`.
