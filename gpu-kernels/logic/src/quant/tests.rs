@@ -166,8 +166,11 @@ fn layouts() {
     assert_eq!(block_scale_index(299, 130, 200), 5);
 }
 
+/// Exact widening of a 16-bit float's bits.
+type Widen = fn(u16) -> f32;
+
 /// The two 16-bit input formats: their +∞ bits and exact widening.
-const HALF_FORMATS: [(u16, fn(u16) -> f32); 2] =
+const HALF_FORMATS: [(u16, Widen); 2] =
     [(0x7f80, |h| half::bf16::from_bits(h).to_f32()), (0x7c00, |h| half::f16::from_bits(h).to_f32())];
 
 /// Every bf16 and f16 bit pattern: a key is non-negative exactly when the value is finite, and
