@@ -21,6 +21,8 @@
 //!   `b_scales` `ceil(N / 128) · ceil(K / 128)` f32, D `(M − 1)·ldd + N` elements;
 //! - A, B and both scale buffers start 16-byte aligned (D needs no alignment beyond its
 //!   element's: it is written by TMA stores when its base and pitch allow, else directly);
+//!   the scales reach the kernel through TMA with the operands, so B's scales number below
+//!   2^31 (one map coordinate);
 //! - every buffer and the stream belong to warpforge's CUDA context; the device is sm_90a.
 //!
 //! A partial last K block (K not a multiple of 128) is read zero-filled past K; its scales are
@@ -33,7 +35,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
-use warpforge_abi::gemm_fp8_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS};
+use warpforge_abi::gemm_fp8_sm90::{A_BOX_ROWS, B_SCALE_BOX, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS};
 use warpforge_abi::gemm_sm90::STORE_BOX_COLS;
 use warpforge_abi::{BlockScaleParams, GemmParams, TensorMap, TilePlan, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
@@ -49,6 +51,43 @@ use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, TileWidth,
 pub const FP8_K_ALIGN: usize = 16;
 /// Byte alignment of the base addresses of A, B and both scale buffers.
 pub const FP8_BASE_ALIGN: u64 = 16;
+/// Bound (exclusive) on the flat index of a B scale: the kernels address B's scales through one
+/// TMA coordinate (an i32).
+pub(crate) const MAX_SCALE_INDEX: usize = 1 << 31;
+
+/// The builders of the two scale maps of the FP8 GEMMs' ring ([`BlockScaleParams`]): A's
+/// per-token scales as `rows × k_blocks × batches` f32 with pitch `round_up(rows, 4)` and
+/// batches `a_batch_stride` f32 apart, read in boxes of one tile's rows; B's first `b_scales`
+/// f32 flattened, read in boxes of [`B_SCALE_BOX`]. No swizzle; out-of-bounds elements read as
+/// zeros. (Pure: `validate` checks them against buffers without a driver.)
+fn scale_map_builders(
+    (rows, k_blocks, batches, a_batch_stride): (usize, usize, usize, usize),
+    b_scales: usize,
+) -> Result<(TensorMapBuilder<f32>, TensorMapBuilder<f32>)> {
+    let pitch = group_scale_pitch(rows).ok_or_else(|| Error::InvalidArgument(format!("{rows} rows overflow")))?;
+    let batch_stride = if batches > 1 { a_batch_stride } else { pitch * k_blocks };
+    let a = TensorMapBuilder::<f32>::new(&[rows as u64, k_blocks as u64, batches as u64], &[BLOCK_M, 1, 1])
+        .global_strides(&[(pitch * 4) as u64, (batch_stride * 4) as u64]);
+    let line = (b_scales * 4).next_multiple_of(16) as u64;
+    let b = TensorMapBuilder::<f32>::new(&[b_scales as u64, 1, 1], &[B_SCALE_BOX, 1, 1]).global_strides(&[line, line]);
+    Ok((a, b))
+}
+
+/// The two scale maps of [`scale_map_builders`] over A's scales `sa` and B's `sb` (device
+/// address, length in f32).
+///
+/// # Safety
+/// `sa` and `sb` address live buffers of their lengths that outlive every use of the maps.
+pub(crate) unsafe fn scale_maps(
+    (sa, sa_len): (u64, usize),
+    (sb, sb_len): (u64, usize),
+    a_layout: (usize, usize, usize, usize),
+    b_scales: usize,
+) -> Result<(TensorMap, TensorMap)> {
+    let (a, b) = scale_map_builders(a_layout, b_scales)?;
+    // SAFETY: the caller's contract; each map covers a prefix of its buffer (validated).
+    unsafe { Ok((a.encode_raw(sa, (sa_len * 4) as u64)?, b.encode_raw(sb, (sb_len * 4) as u64)?)) }
+}
 
 /// The shape of one block-scaled FP8 GEMM (see the module docs for layouts and rules).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,6 +148,9 @@ impl Fp8GemmProblem {
         let a_scales = a_scales_len(m, k).ok_or_else(overflow)?;
         let b_scales = b_scales_len(n, k).ok_or_else(overflow)?;
         let a_scale_pitch = group_scale_pitch(m).ok_or_else(overflow)?;
+        check(b_scales < MAX_SCALE_INDEX, || {
+            format!("FP8 GEMM: B's scales number {b_scales}, above 2^31 − 1 (N = {n}, K = {k})")
+        })?;
         Ok(Fp8GemmExtents { ldd, a, a_scales, b, b_scales, d, a_scale_pitch, k_blocks: k_blocks(k) })
     }
 }
@@ -221,8 +263,11 @@ impl Warpforge {
             workspace,
             flags,
         };
-        let scales =
-            BlockScaleParams { a: sa_ptr, b: sb_ptr, a_pitch: e.a_scale_pitch as u32, k_blocks: e.k_blocks as u32 };
+        let scales = BlockScaleParams { k_blocks: e.k_blocks as u32, b_stride: 0 };
+        // SAFETY: both scale buffers are the caller's, borrowed for this call and checked
+        // against the problem above; the maps are used only by the launch below.
+        let (sa_map, sb_map) =
+            unsafe { scale_maps((sa_ptr, lens[1]), (sb_ptr, lens[3]), (m, e.k_blocks, 1, 0), e.b_scales)? };
         let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
         let config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
         // SAFETY: the A/B maps cover the caller's buffers (lengths checked above, 16-byte
@@ -232,7 +277,7 @@ impl Warpforge {
         // cover the grid and are this stream's alone, and the grid is resident, so every
         // awaited CTA runs.
         unsafe {
-            kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan.tiles, scales), keep)?;
+            kernel.launch(stream, &config, (a_map, b_map, d_map, sa_map, sb_map, params, plan.tiles, scales), keep)?;
         }
         drop(stream_k_cache);
         drop((a_access, sa_access, b_access, sb_access));
@@ -290,6 +335,9 @@ mod tests {
         refused(Fp8GemmProblem::new(8, 8, 1 << 31), "< 2^31");
         refused(Fp8GemmProblem { ldd: 7, ..Fp8GemmProblem::new(8, 8, 128) }, "ldd");
         refused(Fp8GemmProblem { ldd: (1 << 48) + 1, ..Fp8GemmProblem::new(8, 8, 128) }, "ldd");
+        // B's scales go through one TMA coordinate: 2^23 · 2^8 = 2^31 of them is one too many.
+        refused(Fp8GemmProblem::new(8, 1 << 30, 1 << 15), "B's scales number 2147483648");
+        assert!(Fp8GemmProblem::new(8, 1 << 30, (1 << 15) - 128).check().is_ok());
         let e = Fp8GemmProblem::new(5, 129, 144).check().unwrap();
         assert_eq!(
             e,
@@ -306,6 +354,29 @@ mod tests {
         );
         let e = Fp8GemmProblem { ldd: 200, ..Fp8GemmProblem::new(3, 129, 16) }.check().unwrap();
         assert_eq!((e.ldd, e.d, e.k_blocks, e.a_scales), (200, 2 * 200 + 129, 1, 4));
+    }
+
+    #[test]
+    fn scale_maps_fit_the_buffers_the_rules_admit() {
+        // Dense problems (one batch) and masked grouped ones (batches a stride apart): the maps
+        // pass every driver rule over scale buffers of exactly the length the problem reads.
+        for (m, n, k) in [(1usize, 1usize, 16usize), (5, 129, 144), (128, 7168, 16384), (4099, 300, 7168)] {
+            let e = Fp8GemmProblem::new(m, n, k).check().unwrap();
+            let (a, b) = scale_map_builders((m, e.k_blocks, 1, 0), e.b_scales).unwrap();
+            a.validate(0x1000, (e.a_scales * 4) as u64).unwrap();
+            b.validate(0x2000, (e.b_scales * 4) as u64).unwrap();
+            assert_eq!((a.box_bytes(), b.box_bytes()), (512, 128));
+            if m.is_multiple_of(4) {
+                // No padding rows: one f32 short of the problem's count is out of bounds.
+                assert!(a.validate(0x1000, (e.a_scales * 4 - 4) as u64).is_err());
+            }
+        }
+        let (rows, kb, experts) = (70usize, 2usize, 3usize);
+        let stride = 72 * kb;
+        let (a, _) = scale_map_builders((rows, kb, experts, stride), experts * 4).unwrap();
+        a.validate(0x1000, (experts * stride * 4) as u64).unwrap();
+        assert!(a.validate(0x1000, (experts * stride * 4 - 16) as u64).is_err(), "the last expert's rows");
+        assert!(a.validate(0x1004, (experts * stride * 4) as u64).is_err(), "16-byte base");
     }
 
     #[test]

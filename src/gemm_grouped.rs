@@ -49,6 +49,7 @@ use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
 
 use crate::Warpforge;
 use crate::gemm::check;
+use crate::gemm_fp8::{MAX_SCALE_INDEX, scale_maps};
 
 /// Rows per tile of the grouped kernels: contiguous segments are padded to it.
 pub const GROUPED_ROW_ALIGN: usize = 128;
@@ -206,6 +207,11 @@ fn extents(
         GroupedLayout::Contiguous => rows,
         GroupedLayout::Masked => experts,
     };
+    // The kernels address B's scales through one TMA coordinate (an i32).
+    let b_scales = total(experts, b_scales_stride)?;
+    check(b_scales < MAX_SCALE_INDEX, || {
+        format!("grouped FP8 GEMM: B's scales number {b_scales} ({experts} experts), above 2^31 − 1")
+    })?;
     Ok(GroupedExtents {
         layout,
         batches,
@@ -300,10 +306,10 @@ fn grouped_plan(e: &GroupedExtents, block_n: u32, k_slices: u32, capacity: u32) 
     Ok((grid, TilePlan { raster, units, raster_rows: rows_per_batch }))
 }
 
-/// The FP8 operands' scales (device addresses).
+/// The FP8 operands' scales (device addresses, lengths in f32).
 struct Scales {
-    a: u64,
-    b: u64,
+    a: (u64, usize),
+    b: (u64, usize),
 }
 
 impl Warpforge {
@@ -438,7 +444,9 @@ impl Warpforge {
         for (name, addr) in aligned {
             check(addr.is_multiple_of(16), || format!("{name} must start 16-byte aligned (device address {addr:#x})"))?;
         }
-        let scales = scale_guards.as_ref().map(|((sa, _), (sb, _))| Scales { a: *sa, b: *sb });
+        let scales = scales
+            .zip(scale_guards.as_ref())
+            .map(|((sa, sb), ((sa_ptr, _), (sb_ptr, _)))| Scales { a: (*sa_ptr, sa.len()), b: (*sb_ptr, sb.len()) });
         let (a_len, b_len) = (a.len() * size_of::<T>(), b.len() * size_of::<T>());
         self.launch_grouped_kernel(stream, e, (a_ptr, a_len), (b_ptr, b_len), scales, groups_ptr, d)
     }
@@ -513,13 +521,8 @@ impl Warpforge {
             flags: 0,
         };
         let masked = e.layout == GroupedLayout::Masked;
-        let grouped = GroupedParams {
-            experts: e.experts as u32,
-            capacity: if masked { e.rows as u32 } else { 0 },
-            groups,
-            a_scales_stride: if masked { e.a_scales_stride as u64 } else { 0 },
-            b_scales_stride: e.b_scales_stride as u64,
-        };
+        let grouped =
+            GroupedParams { experts: e.experts as u32, capacity: if masked { e.rows as u32 } else { 0 }, groups };
         let keep = [d_access];
         // Both launches below: the A/B maps cover the caller's buffers (lengths checked against
         // the problem, 16-byte aligned); the D map is used only when `d_tma` is set and covers
@@ -532,15 +535,21 @@ impl Warpforge {
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
             let (grid, plan) = grouped_plan(e, block_n, k_slices, capacity)?;
-            let scales = BlockScaleParams {
-                a: s.a,
-                b: s.b,
-                a_pitch: group_scale_pitch(e.rows).unwrap_or(0) as u32,
-                k_blocks: k_blocks(e.k) as u32,
-            };
+            let scales = BlockScaleParams { k_blocks: k_blocks(e.k) as u32, b_stride: e.b_scales_stride as u32 };
+            let a_layout = (e.rows, k_blocks(e.k), e.batches, e.a_scales_stride);
+            // SAFETY: both scale buffers are the caller's, borrowed for this call and checked
+            // against the problem (`launch_grouped`); the maps are used only by this launch.
+            let (sa_map, sb_map) = unsafe { scale_maps(s.a, s.b, a_layout, e.b_scales())? };
             let config = LaunchConfig::linear(grid, threads).with_dynamic_smem(smem);
             // SAFETY: as above, with both scale buffers checked against the problem.
-            unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan, scales, grouped), keep)? };
+            unsafe {
+                kernel.launch(
+                    stream,
+                    &config,
+                    (a_map, b_map, d_map, sa_map, sb_map, params, plan, scales, grouped),
+                    keep,
+                )?
+            };
         } else {
             let entry = if masked { entries::GEMM_GROUPED_MASKED_BF16 } else { entries::GEMM_GROUPED_CONTIGUOUS_BF16 };
             let kernel = self.entry(entry)?;

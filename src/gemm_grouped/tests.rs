@@ -38,6 +38,11 @@ fn masked_rules_and_extents() {
     // A's scales per expert: round_up(70, 4) rows × 2 K blocks.
     assert_eq!((e.a_scales_stride, e.a_scales(), e.b_scales_stride, e.b_scales()), (72 * 2, 3 * 144, 4, 12));
     refused(GroupedMaskedProblem { capacity: 0, ..p }.check(false), "capacity ≥ 1");
+    // Every expert's B scales together go through one TMA coordinate (2^18 · 2^13 = 2^31).
+    let many = GroupedMaskedProblem { experts: 1 << 18, capacity: 1, n: 1 << 13, k: 1 << 14 };
+    refused(many.check(true), "B's scales number 2147483648");
+    assert!(many.check(false).is_ok(), "16-bit inputs have no scales");
+    assert!(GroupedMaskedProblem { experts: (1 << 18) - 1, ..many }.check(true).is_ok());
     refused(GroupedMaskedProblem { experts: 0, ..p }.check(false), "experts, N ≥ 1");
 }
 

@@ -84,14 +84,22 @@ pub mod gemm_fp8_sm90 {
     pub const BLOCK_K: u32 = 128;
     /// Rows of A per TMA box (one consumer warpgroup's share of the tile).
     pub const A_BOX_ROWS: u32 = 64;
-    /// Ring depth: six 32 KiB slots.
-    pub const STAGES: u32 = 6;
+    /// Ring depth: five slots of 32 KiB of operands and 640 bytes of scales.
+    pub const STAGES: u32 = 5;
+    /// f32 of B's scales per TMA box (one 128-byte line of the flattened B scales from the
+    /// 16-byte chunk holding the slot's block scale: a box starts on a chunk; the kernel reads
+    /// the scale at its offset in the chunk).
+    pub const B_SCALE_BOX: u32 = 32;
+    /// Bytes of scales per slot: the tile's BLOCK_M A scales and one B scale box.
+    pub const SCALE_BYTES: u32 = (BLOCK_M + B_SCALE_BOX) * 4;
     /// Threads per CTA: one producer warpgroup and two consumer warpgroups.
     pub const THREADS: u32 = gemm_sm90::THREADS;
-    /// Dynamic shared memory: the ring, the 16-bit output staging (BLOCK_M × EPILOGUE_COLS),
-    /// the ring's barriers and alignment slack.
-    pub const SMEM_BYTES: u32 =
-        STAGES * (BLOCK_M + BLOCK_N) * BLOCK_K + BLOCK_M * gemm_sm90::EPILOGUE_COLS * 2 + 2 * STAGES * 8 + 1024;
+    /// Dynamic shared memory: the ring (operands and scales), the 16-bit output staging
+    /// (BLOCK_M × EPILOGUE_COLS), the ring's barriers and alignment slack.
+    pub const SMEM_BYTES: u32 = STAGES * ((BLOCK_M + BLOCK_N) * BLOCK_K + SCALE_BYTES)
+        + BLOCK_M * gemm_sm90::EPILOGUE_COLS * 2
+        + 2 * STAGES * 8
+        + 1024;
     const _: () = assert!(
         SMEM_BYTES <= gemm_sm90::SMEM_BYTES,
         "resident like the GEMM body: the stream-K buffers sized for its grids cover this one's"
@@ -100,18 +108,19 @@ pub mod gemm_fp8_sm90 {
         assert!(BLOCK_M * BLOCK_N <= gemm_sm90::PARTIAL_SLOT_FLOATS, "a partial tile fits the body's stream-K slot");
 }
 
-/// The scales of the block-scaled FP8 GEMM (layouts of `logic::blockscaled`).
+/// The scales of the block-scaled FP8 GEMM besides their tensor maps (layouts of
+/// `logic::blockscaled`): A's per-token scales through a 3-D map (rows, K blocks, batches) of
+/// f32 with `gemm_fp8_sm90::BLOCK_M × 1 × 1` boxes, B's block scales through a 1-D map over
+/// the whole flattened buffer (`scales[e · b_stride + (n / 128) · k_blocks + kb]`) with
+/// `B_SCALE_BOX` boxes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockScaleParams {
-    /// Device address of A's per-token scales: f32, `scales[kb · a_pitch + row]`.
-    pub a: u64,
-    /// Device address of B's 128 × 128 block scales: f32, `scales[(n / 128) · k_blocks + kb]`.
-    pub b: u64,
-    /// f32 between K blocks of A's scales: `round_up(M, 4)`.
-    pub a_pitch: u32,
     /// K blocks: `ceil(K / 128)`.
     pub k_blocks: u32,
+    /// f32 between two experts' B scales in the flattened buffer: `ceil(N / 128) · k_blocks`
+    /// for a grouped GEMM, 0 for a dense one. (A's batches are the map's third dimension.)
+    pub b_stride: u32,
 }
 
 /// Which experts' rows a grouped (mixture-of-experts) GEMM computes, besides the dense
@@ -131,11 +140,6 @@ pub struct GroupedParams {
     pub capacity: u32,
     /// Device address of the i32 row indices (contiguous) or valid-row counts (masked).
     pub groups: u64,
-    /// Block-scaled FP8: f32 between two experts' A scales (masked; 0 when contiguous, whose A
-    /// has one scale matrix). 0 for 16-bit inputs.
-    pub a_scales_stride: u64,
-    /// Block-scaled FP8: f32 between two experts' B scales (`ceil(N / 128) · ceil(K / 128)`).
-    pub b_scales_stride: u64,
 }
 
 /// Tile and launch shape of the sm_90 attention forward kernels (`attention_*_sm90`).
@@ -382,8 +386,9 @@ pub mod signatures {
     /// Every sm_90 GEMM-body entry (plain and SwiGLU): `(a_map, b_map, d_map, params, plan)`.
     pub type GemmSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan);
     /// The block-scaled FP8 GEMM (`gemm_fp8_blockscaled_*_sm90`): `(a_map, b_map, d_map,
-    /// params, plan, scales)`.
-    pub type GemmFp8Sm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams);
+    /// a_scale_map, b_scale_map, params, plan, scales)`.
+    pub type GemmFp8Sm90 =
+        (TensorMap, TensorMap, TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams);
     /// The decode GEMM on the CUDA cores (`gemm_skinny_*`): `(params, operands)`.
     pub type GemmSkinny = (GemmParams, SkinnyOperands);
     /// The `mma.sync` GEMMs (`gemm_decode_*`, `gemm_gather_*`): `(params, operands)`.
@@ -408,7 +413,7 @@ pub mod signatures {
     pub type GemmGroupedSm90 = (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, GroupedParams);
     /// The grouped block-scaled FP8 GEMMs (`gemm_fp8_grouped_*_sm90`).
     pub type GemmFp8GroupedSm90 =
-        (TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
+        (TensorMap, TensorMap, TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
     /// The attention forward entries (`attention_*_sm90`): `(q_map, k_map, v_map, params)`.
     pub type AttentionSm90 = (TensorMap, TensorMap, TensorMap, AttentionParams);
 }

@@ -7,6 +7,8 @@
 //! the layout a TMA box with that inner extent writes and the canonical K-major wgmma layout;
 //! wider K is several tiles side by side. `SmemTileMn` is the MN-major operand: K rows of M/N,
 //! one span of M/N per block, blocks side by side (the canonical MN-major layout).
+//! `SmemVector` is a plain run of values a 1-row TMA box writes (per-row scales riding a ring
+//! slot with its operands).
 //!
 //! A tile the host must agree with (a TMA box) is best named from a shared description,
 //! `logic::tile_spec::TileSpec`: [`TileOf`] and [`RingOf`] give its device types, and the host
@@ -289,6 +291,89 @@ impl<T: Copy, const K: usize, const COLS: usize, const BLOCKS: usize, S: Swizzle
         let addr = self.first.addr() + stage * SmemTileMn::<T, K, COLS, BLOCKS, S>::BYTES;
         // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
         SmemTileMn { first: SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData } }
+    }
+}
+
+/// `N` values of `T` in shared memory, contiguous: what a TMA box of `N` elements along the
+/// innermost dimension writes (e.g. a block-scaled GEMM's per-row scales of one K block).
+#[derive(Debug)]
+pub struct SmemVector<T, const N: usize> {
+    ptr: SharedPtr<T>,
+}
+
+impl<T, const N: usize> Clone for SmemVector<T, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize> Copy for SmemVector<T, N> {}
+
+impl<T: Copy, const N: usize> SmemVector<T, N> {
+    /// Bytes of the vector.
+    pub const BYTES: u32 = (N * core::mem::size_of::<T>()) as u32;
+    /// TMA writes whole 128-byte-aligned boxes; stages of a ring stay aligned when each vector
+    /// is a multiple of 128 bytes.
+    const VALID: () = assert!(Self::BYTES.is_multiple_of(128), "a TMA vector is whole 128-byte lines");
+
+    /// Shared-window address of element 0.
+    #[inline(always)]
+    pub fn addr(&self) -> u32 {
+        self.ptr.addr()
+    }
+
+    /// Reads element `i`.
+    ///
+    /// # Safety
+    /// `i < N`; the vector's bytes were written (a TMA load into it completed and was awaited,
+    /// or a barrier ordered ordinary stores before this read) and are not being rewritten.
+    #[inline(always)]
+    pub unsafe fn read(&self, i: u32) -> T {
+        // SAFETY: inside the carved vector (i < N) and initialised (the caller's contract).
+        unsafe { self.ptr.add(i).as_mut_ptr().read() }
+    }
+}
+
+impl<T: Copy, const N: usize> TmaLoad for SmemVector<T, N> {
+    const BYTES: u32 = Self::BYTES;
+}
+
+impl<T: Copy, const N: usize> From<&SmemVector<T, N>> for crate::tma::LoadTarget {
+    #[inline(always)]
+    fn from(vector: &SmemVector<T, N>) -> Self {
+        crate::tma::LoadTarget::local(vector.addr())
+    }
+}
+
+/// `STAGES` [`SmemVector`]s back to back, one per pipeline stage.
+#[derive(Debug)]
+pub struct SmemVectorRing<T, const N: usize, const STAGES: usize> {
+    first: SmemVector<T, N>,
+}
+
+impl<T, const N: usize, const STAGES: usize> Clone for SmemVectorRing<T, N, STAGES> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T, const N: usize, const STAGES: usize> Copy for SmemVectorRing<T, N, STAGES> {}
+
+impl<T: Copy, const N: usize, const STAGES: usize> SmemVectorRing<T, N, STAGES> {
+    /// Bytes of the ring.
+    pub const BYTES: u32 = STAGES as u32 * SmemVector::<T, N>::BYTES;
+
+    /// Carves the `STAGES` vectors, 128-byte aligned (TMA's shared-memory alignment).
+    #[inline(always)]
+    pub fn alloc(smem: &mut DynamicShared) -> Self {
+        let () = SmemVector::<T, N>::VALID;
+        SmemVectorRing { first: SmemVector { ptr: smem.alloc::<T>((STAGES * N) as u32, 128) } }
+    }
+
+    /// The vector of stage `stage` (`< STAGES`).
+    #[inline(always)]
+    pub fn stage(&self, stage: u32) -> SmemVector<T, N> {
+        let addr = self.first.addr() + stage * SmemVector::<T, N>::BYTES;
+        // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
+        SmemVector { ptr: unsafe { SharedPtr::from_addr(addr) } }
     }
 }
 

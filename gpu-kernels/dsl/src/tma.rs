@@ -16,7 +16,9 @@ use crate::tile::{SmemTile, SwizzleMode};
 /// # Safety
 /// `map` describes a 2-D tensor whose box is `COLS × ROWS` of `T` with swizzle `S`; `bar` has
 /// announced the tile's bytes in its current phase; `dst` is not read or written until that
-/// phase completes.
+/// phase completes. `x · size_of::<T>()` is a multiple of 16: a box starts on a 16-byte chunk
+/// of its innermost dimension (another start is an illegal instruction on the H200, for every
+/// load form here).
 #[inline(always)]
 pub unsafe fn load_2d<T: Copy, const R: usize, const C: usize, S: SwizzleMode>(
     dst: &SmemTile<T, R, C, S>,
@@ -137,6 +139,14 @@ pub fn fence_proxy_async_global() {
 pub struct LoadTarget {
     addr: u32,
     cta_mask: Option<u16>,
+}
+
+impl LoadTarget {
+    /// This CTA's shared memory at `addr` (128-byte aligned, as TMA requires).
+    #[inline(always)]
+    pub(crate) fn local(addr: u32) -> Self {
+        LoadTarget { addr, cta_mask: None }
+    }
 }
 
 impl<T: Copy, const R: usize, const C: usize, S: SwizzleMode> From<&SmemTile<T, R, C, S>> for LoadTarget {

@@ -10,10 +10,13 @@
 //! 128-byte swizzle span), and its hook is `parts::blockscaled`'s issue-and-promote: the four
 //! `wgmma.m64n128k32` of the block go into a scratch tile, and once they complete the consumer
 //! adds `scratch · scale_a[row, kb] · scale_b[nb, kb]` into an f32 sum on the CUDA cores
-//! (promotion every `PROMOTE_EVERY_K` = 128). Each thread loads its two rows' A scales and the
-//! tile's B scale from global memory at the start of each block, before the wgmmas, so the loads
-//! overlap them. Out-of-bounds TMA boxes are zero-filled: ragged M and N, and a partial last K
-//! block, need no padding (their scales multiply zeros; rows past M read row M − 1's scale).
+//! (promotion every `PROMOTE_EVERY_K` = 128). The scales ride the ring with the operands
+//! (DeepGEMM's stage): the producer's TMA loads put the tile's 128 A scales of the block and
+//! its B scale into the slot beside A and B, so a consumer reads its two rows' scales from
+//! shared memory once the slot has landed ([`SlotScales`]) and no global load's latency sits
+//! between the wgmmas and the promotion (measured: 42 % of the warps' stall samples on the
+//! earlier global loads, docs/PERF.md). Out-of-bounds TMA boxes are zero-filled: ragged M and
+//! N, and a partial last K block, need no padding (rows past M get zero scales and zero A).
 //!
 //! Warp roles (384 threads), as in the body: warpgroup 0 is the producer (one elected thread
 //! issues each slot's three TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
@@ -23,16 +26,16 @@
 //! (`parts::turns::TakeTurns`, named barriers 3 and 4): one's wgmmas occupy the tensor cores
 //! while the other promotes, instead of both promoting at once.
 //!
-//! Shared memory: 6 slots × (128 + 128) × 128 B = 192 KiB of ring, 32 KiB of output staging,
-//! the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
+//! Shared memory: 5 slots × ((128 + 128) × 128 B of operands + 640 B of scales) ≈ 163 KiB of
+//! ring, 32 KiB of output staging, the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
 
-use warpforge_dsl::abi::gemm_fp8_sm90::{A_BOX_ROWS, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
+use warpforge_dsl::abi::gemm_fp8_sm90::{A_BOX_ROWS, B_SCALE_BOX, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
 use warpforge_dsl::abi::gemm_sm90::{CONSUMERS, PARTIAL_SLOT_FLOATS};
 use warpforge_dsl::abi::{BlockScaleParams, GemmParams, TensorMap, TilePlan};
 use warpforge_dsl::logic::fragment::acc_thread_row;
 use warpforge_dsl::logic::schedule::stream_k::UnitRole;
 use warpforge_dsl::num::{Bf16, E4m3};
-use warpforge_dsl::parts::blockscaled::{BlockScaledStage, GroupBlockScales, Promoted};
+use warpforge_dsl::parts::blockscaled::{BlockScaledStage, Promoted, SlotScales};
 use warpforge_dsl::parts::epilogue::Staging;
 use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, produce};
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
@@ -42,7 +45,7 @@ use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
 use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
-use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
+use warpforge_dsl::tile::{SmemTile, SmemTileRing, SmemVector, SmemVectorRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::Acc64x128F32;
 use warpforge_dsl::{tma, warp, warpgroup};
 
@@ -61,40 +64,62 @@ type ATile = SmemTile<E4m3, A_ROWS, K_BLOCK, Swizzle128B>; // (64, BLOCK_K)
 type BTile = SmemTile<E4m3, B_ROWS, K_BLOCK, Swizzle128B>; // (BLOCK_N, BLOCK_K)
 type ARing = SmemTileRing<E4m3, A_ROWS, K_BLOCK, Swizzle128B, RING>;
 type BRing = SmemTileRing<E4m3, B_ROWS, K_BLOCK, Swizzle128B, RING>;
+const TILE_ROWS: usize = BLOCK_M as usize;
+const B_SCALES: usize = B_SCALE_BOX as usize;
+/// A's scales of one K block for the tile's rows, and B's (element 0) for its columns.
+type AScales = SmemVector<f32, TILE_ROWS>;
+type BScales = SmemVector<f32, B_SCALES>;
+type AScaleRing = SmemVectorRing<f32, TILE_ROWS, RING>;
+type BScaleRing = SmemVectorRing<f32, B_SCALES, RING>;
 /// One consumer warpgroup's 64 × 128 block of D.
 type Acc = Acc64x128F32;
+
+/// f32 per 16-byte chunk: where a box of B's flattened scales may start.
+const B_SCALE_ALIGN: u32 = 4;
+
+/// Flat index of the B scale of K block 0 for the 128 columns from `n0` of B batch `b_batch`
+/// (K block `kb`'s is `kb` further on).
+#[inline(always)]
+fn b_scale_first(s: &BlockScaleParams, b_batch: u32, n0: u32) -> u32 {
+    b_batch * s.b_stride + (n0 / BLOCK_N) * s.k_blocks
+}
 
 /// The kernel body.
 ///
 /// # Safety
 /// `a_map`/`b_map` describe A (K × M × 1) and B (K × N × 1) as bytes with boxes 128 × 64 × 1
 /// and 128 × 128 × 1 under 128-byte swizzle; `d_map` (when `p.d_tma != 0`) D as bf16 N × M × 1
-/// with 64 × 64 × 1 boxes; `p` describes D as on [`GemmParams`] with `alpha = 1`, no C, bias or
-/// activation, `m ≥ 1`; `s` A's and B's scales for M, N and `k_blocks = ceil(K / 128)`;
+/// with 64 × 64 × 1 boxes; `sa_map` A's scales as f32 M × k_blocks × batches with 128 × 1 × 1
+/// boxes, `sb_map` B's whole scale buffer as f32 (len × 1 × 1) with 32 × 1 × 1 boxes, both
+/// without swizzle ([`BlockScaleParams`]); `p` describes D as on [`GemmParams`] with
+/// `alpha = 1`, no C, bias or activation, `m ≥ 1`; `s` the K blocks (`ceil(K / 128)`) and B's
+/// per-expert stride, every flat B-scale index below 2^31;
 /// `plan` over 128 × 128 tiles of one batch and `k_blocks` slices per tile, for the launch's
 /// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory. `schedule` turns
 /// the tile geometry into the units every role follows (the dense plan, or a grouped GEMM's
-/// `ExpertTiles` over it, whose A/D batch `b` and B batch `e` take the scales at
-/// `s.a + b · scale_strides.0` and `s.b + e · scale_strides.1`, each batch's laid out as above
-/// with A's `m` rows).
+/// `ExpertTiles` over it, whose A/D batch `b` reads batch `b` of `sa_map` and whose B batch `e`
+/// reads B scales from flat index `e · s.b_stride`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn gemm<S: TileScheduler>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
+    scale_maps: (&TensorMap, &TensorMap),
     p: &GemmParams,
     plan: &TilePlan,
     s: &BlockScaleParams,
     schedule: impl FnOnce(TileGeometry) -> S,
-    scale_strides: (u64, u64),
 ) {
+    let (sa_map, sb_map) = scale_maps;
     // Shared-memory plan.
     let mut smem = DynamicShared::window();
     let a_top = ARing::alloc(&mut smem);
     let a_bottom = ARing::alloc(&mut smem);
     let b_ring = BRing::alloc(&mut smem);
     let staging = [Staging::<Bf16>::alloc(&mut smem), Staging::<Bf16>::alloc(&mut smem)];
+    let a_scale_ring = AScaleRing::alloc(&mut smem);
+    let b_scale_ring = BScaleRing::alloc(&mut smem);
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
 
@@ -102,6 +127,8 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
     if thread_rank() == 0 {
         tma::prefetch(a_map);
         tma::prefetch(b_map);
+        tma::prefetch(sa_map);
+        tma::prefetch(sb_map);
         // SAFETY: one thread; each consumer warpgroup releases each slot once per lap.
         unsafe { pipe.init(CONSUMERS) };
     }
@@ -127,6 +154,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
                     continue;
                 }
                 let (batch, b_batch, m0, n0) = (unit.batch, unit.b_batch, unit.m0, unit.n0);
+                let b_scales0 = b_scale_first(s, b_batch as u32, n0 as u32);
                 let load = |stage: u32, slice: u32, full: &warpforge_dsl::mbarrier::Mbarrier| {
                     let k0 = (slice * BLOCK_K) as i32;
                     // SAFETY: the maps' boxes match the tiles (host contract); the slot was
@@ -135,11 +163,24 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
                         tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
                         tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, full);
                         tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, b_batch, full);
+                        tma::load_3d(&a_scale_ring.stage(stage), sa_map, m0, slice as i32, batch, full);
+                        // A box's first element must start a 16-byte chunk: load from the
+                        // chunk holding slice's scale (`SlotScales` reads it at its offset).
+                        let b_chunk = (b_scales0 + slice) & !(B_SCALE_ALIGN - 1);
+                        tma::load_3d(&b_scale_ring.stage(stage), sb_map, b_chunk as i32, 0, 0, full);
                     }
                 };
-                // SAFETY: the one producer thread; each slot gets both warpgroups' A rows and B:
-                // exactly the stage type's bytes (full boxes, out-of-bounds bytes zero-filled).
-                unsafe { produce::<(ATile, ATile, BTile), RING>(&pipe, &mut state, unit.k_begin..unit.k_end, load) };
+                // SAFETY: the one producer thread; each slot gets both warpgroups' A rows, B and
+                // both scale boxes: exactly the stage type's bytes (full boxes, out-of-bounds
+                // elements zero-filled).
+                unsafe {
+                    produce::<((ATile, ATile, BTile), (AScales, BScales)), RING>(
+                        &pipe,
+                        &mut state,
+                        unit.k_begin..unit.k_end,
+                        load,
+                    )
+                };
                 index += 1;
             }
         }
@@ -172,15 +213,9 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
             continue;
         }
         let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
-        let upper = row0 + acc_thread_row(warpgroup::thread_index());
-        let a_scales = s.a + unit.batch as u64 * scale_strides.0 * 4;
-        let b_scales = s.b + unit.b_batch as u64 * scale_strides.1 * 4;
-        // SAFETY: `m ≥ 1`; the unit's batches' scales cover M, N and `k_blocks`, and the
-        // unit's slices are below `k_blocks` (kernel contract); `n0` is a tile's first column,
-        // below N.
-        let scales = unsafe {
-            GroupBlockScales::new(a_scales, b_scales, p.m, s.a_pitch, s.k_blocks, upper, unit.n0 as u32, unit.k_begin)
-        };
+        let upper = half * A_BOX_ROWS + acc_thread_row(warpgroup::thread_index());
+        let b_first = b_scale_first(s, unit.b_batch as u32, unit.n0 as u32);
+        let scales = SlotScales::new(a_scale_ring, b_scale_ring, upper, b_first);
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
         let promoted: Promoted<Acc> = unsafe { consumer.mainloop(unit.slices(), &stage) };
@@ -236,11 +271,13 @@ pub unsafe fn gemm_fp8_blockscaled_bf16_sm90(
     #[grid_constant] a_map: &TensorMap,
     #[grid_constant] b_map: &TensorMap,
     #[grid_constant] d_map: &TensorMap,
+    #[grid_constant] a_scale_map: &TensorMap,
+    #[grid_constant] b_scale_map: &TensorMap,
     params: GemmParams,
     plan: TilePlan,
     scales: BlockScaleParams,
 ) {
     let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
-    // SAFETY: forwarded to the launcher's contract (one batch: no scale strides).
-    unsafe { gemm(a_map, b_map, d_map, &params, &plan, &scales, dense, (0, 0)) }
+    // SAFETY: forwarded to the launcher's contract (one batch, one expert).
+    unsafe { gemm(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
 }

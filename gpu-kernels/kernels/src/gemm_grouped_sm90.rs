@@ -67,13 +67,15 @@ macro_rules! grouped_entries {
         /// # Safety
         /// As the FP8 body's (`gemm_fp8_blockscaled_sm90::gemm`) for A (K × rows × batches), B
         /// (K × N × experts) and D (N × rows × batches) with batches as for the bf16 entry;
-        /// every batch of A's scales (`grouped.a_scales_stride` f32 apart) covers `params.m`
-        /// rows and every expert's B scales (`grouped.b_scales_stride` apart) N.
+        /// the A scale map's batches are A's and every expert's B scales (`scales.b_stride`
+        /// apart in the flattened buffer) cover N.
         #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
         pub unsafe fn $fp8(
             #[grid_constant] a_map: &TensorMap,
             #[grid_constant] b_map: &TensorMap,
             #[grid_constant] d_map: &TensorMap,
+            #[grid_constant] a_scale_map: &TensorMap,
+            #[grid_constant] b_scale_map: &TensorMap,
             params: GemmParams,
             plan: TilePlan,
             scales: BlockScaleParams,
@@ -83,10 +85,10 @@ macro_rules! grouped_entries {
             let experts = |geometry| unsafe {
                 ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
             };
-            let strides = (grouped.a_scales_stride, grouped.b_scales_stride);
+            let scale_maps = (a_scale_map, b_scale_map);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                crate::gemm_fp8_blockscaled_sm90::gemm(a_map, b_map, d_map, &params, &plan, &scales, experts, strides)
+                crate::gemm_fp8_blockscaled_sm90::gemm(a_map, b_map, d_map, scale_maps, &params, &plan, &scales, experts)
             }
         }
     )*};

@@ -236,8 +236,9 @@ unsafe fn nvfp4_encode<T: Input16>(
     }
     // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
     unsafe {
-        // Backward: `amax_*` has just read x forward.
-        for_each_vector::<T, true>((n / VEC as u64) as u32, x, |v, in_range, raw| {
+        // Forward: bound by its per-element instructions, the encoder gained nothing from
+        // starting on what `amax_*` left in L2 and lost 3 % at 256 MiB (docs/PERF.md, build E).
+        for_each_vector::<T, false>((n / VEC as u64) as u32, x, |v, in_range, raw| {
             let nan = has_nan::<T>(raw) as u32;
             let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
             let amax = AmaxKey::of::<T>(raw).across_lanes::<NVFP4_LANES>().amax::<T>();

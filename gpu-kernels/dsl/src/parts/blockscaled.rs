@@ -2,21 +2,22 @@
 //! per row (A) or per column block (B) and per 128-wide K block, promoted into an f32 sum on the
 //! CUDA cores (DeepGEMM's scheme).
 //!
-//! Per ring slot (one K block), [`BlockScaledStage::issue`] first loads this thread's two row
-//! scales for the block ([`BlockScales::load`]: global loads, issued before the wgmmas so their
-//! latency hides under them), then issues the slot's wgmmas into a scratch tile `part`
+//! Per ring slot (one K block), [`BlockScaledStage::issue`] first reads this thread's two row
+//! scales for the block ([`BlockScales::load`]; [`SlotScales`]: from the slot itself, where TMA
+//! put them with the operands, so no global load's latency sits between the wgmmas and the
+//! promotion), then issues the slot's wgmmas into a scratch tile `part`
 //! (overwriting it); the consumer waits for them and [`BlockScaledStage::promote`] adds
 //! `part · scale(row)` into the running `sum` with one `fma` per register. Every accumulator
 //! register of a thread lies in one of two rows (`logic::fragment::acc_thread_row` and 8 below),
 //! so two scales per thread and K block suffice.
 //!
-//! The slot itself holds only the wgmma operands: nothing reads it after the wgmma wait, so the
+//! Nothing reads the slot after the wgmma wait (the scales are in registers by then), so the
 //! consumer may release it as soon as that wait returns.
 
 use crate::logic::fragment::acc_row_offset;
 use crate::math::fma;
 use crate::parts::mainloop::{MainloopAcc, SsStage, StageMma};
-use crate::tile::{SmemTile, SwizzleMode};
+use crate::tile::{SmemTile, SmemVectorRing, SwizzleMode};
 use crate::warpgroup::acc::{Accumulator, WgmmaSs};
 use crate::warpgroup::{KMajor, SmemOperand, WgmmaElement};
 
@@ -46,11 +47,13 @@ impl<A: Accumulator> MainloopAcc for Promoted<A> {
 
 /// Where a consumer thread finds the scales of each K block of its unit.
 pub trait BlockScales {
-    /// The scales of the unit's K block `slice` (counted from the unit's first) for this thread.
+    /// The scales for this thread of the unit's K block `slice` (counted from the unit's first),
+    /// which ring slot `stage` holds.
     ///
     /// # Safety
-    /// `slice` is one of the unit's slices; the implementation's pointers cover it.
-    unsafe fn load(&self, slice: u32) -> RowScales;
+    /// `slice` is one of the unit's slices; slot `stage` has landed (its full barrier awaited)
+    /// and holds that slice.
+    unsafe fn load(&self, stage: u32, slice: u32) -> RowScales;
 }
 
 /// The stage of a block-scaled GEMM: the plain SS operands of the slot and the unit's scales.
@@ -76,8 +79,9 @@ where
 
     #[inline(always)]
     unsafe fn issue(&self, acc: &mut Promoted<A>, stage: u32, slice: u32) {
-        // SAFETY: the slice is the unit's (the consumer walks exactly its slices).
-        acc.scales = unsafe { self.scales.load(slice) };
+        // SAFETY: the slice is the unit's (the consumer walks exactly its slices) and slot
+        // `stage` holds it, landed (the trait's contract).
+        acc.scales = unsafe { self.scales.load(stage, slice) };
         // Slice 0 for the operands: the block's product overwrites `part`.
         // SAFETY: forwarded to the caller (the trait's contract).
         unsafe { self.operands.issue(&mut acc.part, stage, 0) };
@@ -93,50 +97,44 @@ where
     }
 }
 
-/// The scales of the block-scaled FP8 GEMM as `logic::quant` lays them out (A: per-token 1 × 128
-/// groups, MN-major with pitch `m_pad`; B: 128 × 128 blocks, row-major over the blocks), for one
-/// thread of one unit: pointers to its two rows' scales and its tile's B scales at the unit's
-/// first K block.
+/// The scales of one K block that ride its ring slot with the operands (DeepGEMM's layout of a
+/// stage): the tile's `AR` rows of A's per-token scales (a TMA box of A's scale map, rows past
+/// M zero-filled) and B's block scale, for one thread: its rows within the tile. B's scales are
+/// one flattened f32 buffer, and a TMA box must start on a 16-byte chunk, so the slot holds the
+/// box from the chunk that contains the block's scale: the scale of K block `kb` sits at
+/// `(b_first + kb) % 4` in it.
 #[derive(Clone, Copy)]
-pub struct GroupBlockScales {
-    a_upper: *const f32,
-    a_lower: *const f32,
-    /// f32 between K blocks of A's scales (`m_pad`).
-    a_pitch: u32,
-    b: *const f32,
+pub struct SlotScales<const AR: usize, const BV: usize, const RING: usize> {
+    a: SmemVectorRing<f32, AR, RING>,
+    b: SmemVectorRing<f32, BV, RING>,
+    upper: u32,
+    b_first: u32,
 }
 
-impl GroupBlockScales {
-    /// The scales of rows `upper` and `upper + 8` (of `m`; rows past it read row `m − 1`'s) and
-    /// the 128 columns from `n0` (a multiple of 128), from K block `kb0` on, in A's scales `a`
-    /// (pitch `m_pad`) and B's scales `b` (`k_blocks` per block row).
+impl<const AR: usize, const BV: usize, const RING: usize> SlotScales<AR, BV, RING> {
+    /// The scales in `a` and `b` for the thread whose upper accumulator row is tile row `upper`
+    /// (its lower row is `upper + 8`), B's scale of K block 0 at flat index `b_first`.
     ///
-    /// # Safety
-    /// `m ≥ 1`; `a` and `b` hold the scales of an `m`-row A and a B of at least `n0 + 1` rows
-    /// over `k_blocks` K blocks, laid out as `logic::blockscaled` says, and `kb0` plus every
-    /// slice later loaded is below `k_blocks`.
+    /// # Panics
+    /// At compile time when `AR` ≤ 8 or `BV` < 4 (a box shorter than a 16-byte chunk);
+    /// `upper + 8 < AR` is the caller's to keep.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    pub unsafe fn new(a: u64, b: u64, m: u32, m_pad: u32, k_blocks: u32, upper: u32, n0: u32, kb0: u32) -> Self {
-        use crate::logic::blockscaled::{a_scale_at, b_scale_at};
-        let (a, b) = (a as *const f32, b as *const f32);
-        GroupBlockScales {
-            a_upper: a.wrapping_add(a_scale_at(upper, m, kb0, m_pad)),
-            a_lower: a.wrapping_add(a_scale_at(upper + 8, m, kb0, m_pad)),
-            a_pitch: m_pad,
-            b: b.wrapping_add(b_scale_at(n0, kb0, k_blocks)),
-        }
+    pub fn new(a: SmemVectorRing<f32, AR, RING>, b: SmemVectorRing<f32, BV, RING>, upper: u32, b_first: u32) -> Self {
+        const { assert!(AR > 8 && BV >= 4, "a slot holds the tile's row scales and a 16-byte chunk of B's") };
+        SlotScales { a, b, upper, b_first }
     }
 }
 
-impl BlockScales for GroupBlockScales {
+impl<const AR: usize, const BV: usize, const RING: usize> BlockScales for SlotScales<AR, BV, RING> {
     #[inline(always)]
-    unsafe fn load(&self, slice: u32) -> RowScales {
-        let a_step = slice as usize * self.a_pitch as usize;
-        // SAFETY: inside the scales for every slice of the unit (the constructor's contract).
+    unsafe fn load(&self, stage: u32, slice: u32) -> RowScales {
+        let (a, b) = (self.a.stage(stage), self.b.stage(stage));
+        // SAFETY: the slot's loads completed (the caller waited for its full barrier) and it is
+        // not released before the wgmmas issued after this read; `upper + 8 < AR` (constructor)
+        // and the chunk offset is below 4 ≤ BV.
         unsafe {
-            let b = *self.b.add(slice as usize);
-            RowScales { upper: *self.a_upper.add(a_step) * b, lower: *self.a_lower.add(a_step) * b }
+            let b = b.read((self.b_first + slice) % 4);
+            RowScales { upper: a.read(self.upper) * b, lower: a.read(self.upper + 8) * b }
         }
     }
 }
