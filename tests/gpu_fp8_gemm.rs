@@ -35,13 +35,15 @@ pub(crate) const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
 pub(crate) const EPS_F32: f64 = 1.0 / (1u64 << 24) as f64;
 
 /// Inputs of one case: `rows × k` values uniform in ±1, each (row, K block) scaled by its own
-/// power of two from the seed (so neighbouring blocks' scales differ), and with `outliers`
-/// every 61st element a ±3e4 spike.
+/// power of two from the seed (so neighbouring groups' scales differ) and each K block by one
+/// more, shared by all rows (so a 128 × 128 block's scale, set by its largest row, differs from
+/// its neighbours' along K too), and with `outliers` every 61st element a ±3e4 spike.
 pub(crate) fn inputs(seed: u64, rows: usize, k: usize, outliers: bool) -> Vec<f32> {
     let mut v = random_f32(seed, rows * k, 1.0);
     for (i, x) in v.iter_mut().enumerate() {
         let (row, kb) = (i / k, (i % k) / PROMOTE_EVERY_K);
         *x *= (1u32 << (mix(seed ^ (row * 1009 + kb) as u64) % 6)) as f32;
+        *x *= (1u32 << (mix(seed.rotate_left(17) ^ kb as u64) % 4)) as f32;
         if outliers && mix(seed.wrapping_add(i as u64)).is_multiple_of(61) {
             *x = if i % 2 == 0 { 3e4 } else { -3e4 };
         }
@@ -293,6 +295,24 @@ fn the_tolerance_catches_a_scale_from_the_wrong_k_block() {
         let (want, tol) = case.reference(identity);
         let (wrong, _) = case.reference(next);
         let misses = (0..m * n).filter(|&e| (wrong[e] - want[e]).abs() > tol[e]).count();
+        assert!(misses * 4 > m * n, "{m}×{n}×{k}: only {misses} of {} elements caught", m * n);
+    }
+}
+
+/// The same for B: a kernel that applied the block scale of another K block of B (as a
+/// stream-K unit starting mid-K would, reading its scales from the wrong offset) fails the
+/// tolerance on most elements, because the inputs give B's blocks different scales along K.
+#[test]
+fn the_tolerance_catches_a_b_scale_from_the_wrong_k_block() {
+    for (m, n, k) in [(5, 7, 256), (33, 130, 640), (64, 300, 1024)] {
+        let case = Quantised::new(m, n, k, 7 + k as u64, false);
+        let (want, tol) = case.reference(identity);
+        let kbs = k_blocks(k);
+        // The same case with every block row's scales moved one K block along.
+        let mut wrong = Quantised::new(m, n, k, 7 + k as u64, false);
+        wrong.b_scales.chunks_mut(kbs).for_each(|scales| scales.rotate_left(1));
+        let (shifted, _) = wrong.reference(identity);
+        let misses = (0..m * n).filter(|&e| (shifted[e] - want[e]).abs() > tol[e]).count();
         assert!(misses * 4 > m * n, "{m}×{n}×{k}: only {misses} of {} elements caught", m * n);
     }
 }

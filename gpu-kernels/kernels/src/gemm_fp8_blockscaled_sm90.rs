@@ -214,7 +214,8 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         }
         let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
         let upper = half * A_BOX_ROWS + acc_thread_row(warpgroup::thread_index());
-        let b_first = b_scale_first(s, unit.b_batch as u32, unit.n0 as u32);
+        // The consumer counts slices from the unit's first (a stream-K unit starts mid-K).
+        let b_first = b_scale_first(s, unit.b_batch as u32, unit.n0 as u32) + unit.k_begin;
         let scales = SlotScales::new(a_scale_ring, b_scale_ring, upper, b_first);
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.

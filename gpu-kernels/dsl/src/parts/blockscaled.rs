@@ -101,8 +101,8 @@ where
 /// stage): the tile's `AR` rows of A's per-token scales (a TMA box of A's scale map, rows past
 /// M zero-filled) and B's block scale, for one thread: its rows within the tile. B's scales are
 /// one flattened f32 buffer, and a TMA box must start on a 16-byte chunk, so the slot holds the
-/// box from the chunk that contains the block's scale: the scale of K block `kb` sits at
-/// `(b_first + kb) % 4` in it.
+/// box from the chunk that contains the block's scale: the scale of the unit's slice `s` sits
+/// at `(b_first + s) % 4` in it.
 #[derive(Clone, Copy)]
 pub struct SlotScales<const AR: usize, const BV: usize, const RING: usize> {
     a: SmemVectorRing<f32, AR, RING>,
@@ -113,7 +113,8 @@ pub struct SlotScales<const AR: usize, const BV: usize, const RING: usize> {
 
 impl<const AR: usize, const BV: usize, const RING: usize> SlotScales<AR, BV, RING> {
     /// The scales in `a` and `b` for the thread whose upper accumulator row is tile row `upper`
-    /// (its lower row is `upper + 8`), B's scale of K block 0 at flat index `b_first`.
+    /// (its lower row is `upper + 8`), B's scale of the unit's first K block (its slice 0) at
+    /// flat index `b_first`.
     ///
     /// # Panics
     /// At compile time when `AR` ≤ 8 or `BV` < 4 (a box shorter than a 16-byte chunk);
