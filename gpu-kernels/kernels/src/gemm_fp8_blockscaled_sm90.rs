@@ -19,12 +19,12 @@
 //! N, and a partial last K block, need no padding (rows past M get zero scales and zero A).
 //!
 //! Warp roles (384 threads), as in the body: warpgroup 0 is the producer (one elected thread
-//! issues each slot's three TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
+//! issues each slot's five TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
 //! consumers (64 rows × 128 columns each: a 64-register sum and a 64-register scratch per
 //! thread; registers raised to 232), cooperative on 128 × 128 tiles. A consumer waits for its
-//! block's wgmmas before promoting them, so the two consumers take turns to issue
-//! (`parts::turns::TakeTurns`, named barriers 3 and 4): one's wgmmas occupy the tensor cores
-//! while the other promotes, instead of both promoting at once.
+//! block's wgmmas before promoting them; each issues as soon as its slot has landed, so the
+//! tensor cores queue one warpgroup's wgmmas while the other promotes (with the scales in the
+//! slot, taking turns through named barriers only added waits: docs/PERF.md).
 //!
 //! Shared memory: 5 slots × ((128 + 128) × 128 B of operands + 640 B of scales) ≈ 163 KiB of
 //! ring, 32 KiB of output staging, the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
@@ -40,7 +40,6 @@ use warpforge_dsl::parts::epilogue::Staging;
 use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, produce};
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 use warpforge_dsl::parts::stream_k::PartialSlots;
-use warpforge_dsl::parts::turns::TakeTurns;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
@@ -200,12 +199,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
     let operands = SsStage { a: a_ring, b: b_ring };
-    // The two warpgroups issue their K blocks in turn, so one's wgmmas run while the other
-    // promotes (ids 3 and 4: this protocol's alone).
-    // SAFETY: both consumer warpgroups, once; both issue every slice of every unit of this
-    // worker (cooperative tiles, the same skips) and finish below.
-    let turns = unsafe { TakeTurns::new(3, half) };
-    let mut consumer = Consumer::ordered(pipe, OwnCta, leader, turns);
+    let mut consumer = Consumer::new(pipe, OwnCta, leader);
     let mut index = 0;
     while let Some(unit) = units.unit(block_idx_x_in_place(), index) {
         if unit.skip {
@@ -253,8 +247,6 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         unsafe { <Linear<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
         index += 1;
     }
-    // SAFETY: both warpgroups, once, after their last issue.
-    unsafe { turns.finish() };
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.
         tma::wait_group::<0>();
