@@ -9,7 +9,8 @@
 //! 4 · batch · heads_q · seq_q · seq_k · head_dim, halved when causal.
 //!
 //! Run: `cargo bench --bench kernels -- attention` (on a GPU machine: `.gpu/bench attention`);
-//! `quick` runs the first three shapes. docs/PERF.md keeps the measurements.
+//! `quick` runs the first three shapes, `filter=<text>` only the shapes whose name contains the
+//! text (e.g. `filter=d128_s4k`). docs/PERF.md keeps the measurements.
 
 use half::bf16;
 use warpforge::AttentionProblem;
@@ -48,10 +49,13 @@ const SHAPES: [Shape; 17] = [
 pub fn main() -> Result<()> {
     let Some(bench) = Bench::open("attention")? else { return Ok(()) };
     let quick = std::env::args().any(|a| a == "quick");
+    let filter: Option<String> = std::env::args().find_map(|a| a.strip_prefix("filter=").map(String::from));
     let stream = &bench.stream;
     println!("{:32} {:>9} {:>9} {:>8}", "shape", "ms", "TFLOP/s", "SM MHz");
-    for &(name, batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in
-        SHAPES.iter().take(if quick { 3 } else { SHAPES.len() })
+    for &(name, batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in SHAPES
+        .iter()
+        .take(if quick { 3 } else { SHAPES.len() })
+        .filter(|s| filter.as_deref().is_none_or(|f| s.0.contains(f)))
     {
         let mut p = AttentionProblem::new(batch, heads_q, heads_kv, seq_q, seq_k, head_dim);
         p.causal = causal;

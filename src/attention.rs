@@ -23,11 +23,12 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
-use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, block_n, smem_plan};
+use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, block_n, persistent, smem_plan};
 use warpforge_abi::signatures::AttentionSm90;
 use warpforge_abi::{AttentionParams, Entry, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
 use warpforge_host::{Error, LaunchConfig, Result};
+use warpforge_logic::attention::AttentionTiles;
 
 use crate::Warpforge;
 use crate::gemm::{GemmInput, check};
@@ -37,8 +38,6 @@ mod strides;
 use strides::Layouts;
 pub use strides::{AttentionSpans, AttentionStrides, AttentionVarlenStrides, RowStrides, TensorStrides};
 
-/// Largest grid y and z extent (key/value heads, batch).
-const MAX_GRID_YZ: usize = 65_535;
 /// Rows (batch × sequence) stay below 2^31: TMA coordinates are signed 32-bit.
 const MAX_ROWS: usize = 1 << 31;
 /// Bytes of a TMA tensor's base-address alignment.
@@ -245,13 +244,11 @@ impl Shape {
         check(p.softmax_scale.is_finite() && p.softmax_scale > 0.0, || {
             format!("softmax_scale {} must be finite and > 0", p.softmax_scale)
         })?;
-        check(p.heads_kv <= MAX_GRID_YZ && p.batch <= MAX_GRID_YZ, || {
-            format!("heads_kv {} and batch {} must be ≤ {MAX_GRID_YZ}", p.heads_kv, p.batch)
-        })?;
-        // The grid's x extent, query tiles × group, stays below 2^31.
-        let group = p.heads_q / p.heads_kv;
-        check((p.seq_q.div_ceil(BLOCK_M as usize) as u128) * (group as u128) < MAX_ROWS as u128, || {
-            format!("{} query tiles × group {group} must be < 2^31", p.seq_q.div_ceil(BLOCK_M as usize))
+        // The tiles (query tiles × query heads × sequences) are numbered in 32 bits and a grid
+        // of one CTA per tile stays below 2^31.
+        let q_tiles = p.seq_q.div_ceil(BLOCK_M as usize);
+        check((q_tiles as u128) * (p.heads_q as u128) * (p.batch as u128) < MAX_ROWS as u128, || {
+            format!("{q_tiles} query tiles × {} heads × batch {} must be < 2^31", p.heads_q, p.batch)
         })?;
         check(p.rows_q < MAX_ROWS && p.rows_k < MAX_ROWS, || {
             format!("{} query rows and {} key rows: each must be < 2^31", p.rows_q, p.rows_k)
@@ -468,9 +465,14 @@ impl Warpforge {
             scale_log2: p.softmax_scale * std::f32::consts::LOG2_E,
             causal: p.causal as u32,
             q_tiles: tiles,
+            heads_kv: p.heads_kv as u32,
+            batch: p.batch as u32,
         };
+        // Equal tiles (fixed length, not causal) may share a CTA (persistent grid); the rest run
+        // one per CTA.
+        let equal_tiles = !p.causal && offsets.is_none();
         let config = LaunchConfig {
-            grid: [tiles * group as u32, p.heads_kv as u32, p.batch as u32],
+            grid: [tiles_of(&params).grid(equal_tiles && persistent(p.head_dim as u32), self.sm_count()), 1, 1],
             block: [THREADS, 1, 1],
             dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
             cluster: None,
@@ -482,8 +484,13 @@ impl Warpforge {
         // kernel's box and swizzle; O spans every element its even, non-overlapping strides reach
         // (an extent-1 stride is only multiplied by 0) and LSE every row × head, both borrowed
         // mutably; the offsets hold `batch + 1` entries each and the kernel clamps their contents;
-        // the grid is (query tiles × group, heads_kv, batch) with 384 threads and the kernel's
+        // the grid is 1-D over the checked tile count (< 2^31) with 384 threads and the kernel's
         // shared-memory plan, as its contract asks; the guards are held until it is enqueued.
         unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
     }
+}
+
+/// The launch's tiles (as the kernel reads them from `params`).
+fn tiles_of(params: &AttentionParams) -> AttentionTiles {
+    AttentionTiles { q_tiles: params.q_tiles, group: params.group, heads_kv: params.heads_kv, batch: params.batch }
 }

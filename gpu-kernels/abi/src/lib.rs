@@ -194,15 +194,35 @@ pub mod attention_sm90 {
         }
     }
 
-    /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA).
-    pub const fn producer_regs(_head_dim: u32) -> u32 {
-        40
+    /// Whether the kernel for `head_dim` may run on a persistent grid (several tiles per CTA,
+    /// `logic::attention::AttentionTiles::grid`): not at d = 256, whose consumers' registers
+    /// (O alone 128 of 240) leave none for the tile loop's state (ptxas spilled 192 B with it);
+    /// that kernel runs one tile per CTA.
+    pub const fn persistent(head_dim: u32) -> bool {
+        head_dim <= 128
+    }
+
+    /// Whether a key block's tail (wait for the previous `P·V`, release its stage, rescale O,
+    /// round P) runs at the top of the next step, across the loop's back-edge from the softmax,
+    /// rather than right after it in the same basic block (where ptxas hoists the wait above
+    /// the whole softmax). Measured on the H200: d = 128 +5–7 % at S ≥ 2k; d = 64 −3 % (its
+    /// `P·V` is short, and the softmax is the critical path either way); d = 256 unchanged,
+    /// and its registers cannot spare the scores carried across the back-edge (ptxas spilled).
+    pub const fn defer_block_tail(head_dim: u32) -> bool {
+        head_dim == 128
+    }
+
+    /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA):
+    /// 24 at d = 256, so that its consumers get 240 (at 40/232 ptxas spilled 12 B of the
+    /// tile's geometry across the key loop).
+    pub const fn producer_regs(head_dim: u32) -> u32 {
+        if head_dim > 128 { 24 } else { 40 }
     }
 
     /// Registers per consumer thread after `setmaxnreg.inc`: all the producer frees of the
     /// CTA's launch allocation ([`LAUNCH_REGISTERS`]; multiples of 8).
-    pub const fn consumer_regs(_head_dim: u32) -> u32 {
-        232
+    pub const fn consumer_regs(head_dim: u32) -> u32 {
+        if head_dim > 128 { 240 } else { 232 }
     }
 
     /// Dynamic shared memory a block may use on sm_90 (227 KiB).
@@ -229,7 +249,7 @@ pub mod attention_sm90 {
     };
 
     /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
-    /// per chunk), the K ring, the V ring, the ring's barriers, Q's barrier.
+    /// per chunk), the K ring, the V ring, the ring's barriers, Q's full and free barriers.
     pub const fn smem_plan(head_dim: u32) -> SmemPlan {
         if block_n(head_dim) == WIDE_BLOCK_N {
             plan::<KvBox<{ WIDE_BLOCK_N as usize }>>(head_dim)
@@ -246,7 +266,7 @@ pub mod attention_sm90 {
             .ring::<Kv>(stages * chunks)
             .ring::<Kv>(stages * chunks)
             .pipeline(stages)
-            .mbarriers(1)
+            .mbarriers(2)
     }
 }
 
@@ -256,8 +276,10 @@ pub mod attention_sm90 {
 /// contiguous: the maps are 4-D over those dimensions with the caller's strides, O is addressed
 /// with the strides below. At fixed length the sequence coordinate is the batch index and rows
 /// count within a sequence; at variable length there is one sequence slice holding every row,
-/// and the cumulative offsets say where each sequence starts. The grid is (query tiles of
-/// `BLOCK_M` rows × `group`, `heads_q / group`, batch), the group's query heads fastest.
+/// and the cumulative offsets say where each sequence starts. The work is `q_tiles · heads_q ·
+/// batch` tiles of `BLOCK_M` queries of one head (`logic::attention::AttentionTiles` orders
+/// them); the grid is 1-D, each CTA taking tiles `blockIdx.x`, `+ gridDim.x`, … (one per CTA,
+/// or a persistent grid).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionParams {
@@ -293,9 +315,12 @@ pub struct AttentionParams {
     pub scale_log2: f32,
     /// 1: causal mask aligned to the bottom right (query `i` sees keys `j ≤ i + seq_k − seq_q`).
     pub causal: u32,
-    /// Query tiles of `BLOCK_M` rows per sequence, `⌈seq_q / BLOCK_M⌉` (the grid's x extent is
-    /// `q_tiles · group`).
+    /// Query tiles of `BLOCK_M` rows per sequence, `⌈seq_q / BLOCK_M⌉`.
     pub q_tiles: u32,
+    /// Key/value heads (`heads_q / group`).
+    pub heads_kv: u32,
+    /// Sequences.
+    pub batch: u32,
 }
 
 /// What the persistent-scheduler test kernel records per tile.
@@ -733,7 +758,7 @@ pub struct GemmParams {
     pub flags: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<AttentionParams>() == 7 * 8 + 8 * 4, "AttentionParams has no padding");
+const _: () = assert!(core::mem::size_of::<AttentionParams>() == 7 * 8 + 10 * 4, "AttentionParams has no padding");
 const _: () = assert!(
     core::mem::size_of::<GemmParams>() <= 128
         && core::mem::size_of::<TilePlan>() <= 128

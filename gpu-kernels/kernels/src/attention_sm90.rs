@@ -2,8 +2,10 @@
 //! head, bf16 or f16 Q/K/V/O, f32 accumulation, head dimensions 64, 128 and 256, GQA/MQA, an
 //! optional per-row log-sum-exp.
 //!
-//! Algorithm (FlashAttention-2/3's online softmax on wgmma): one CTA per (128-query tile,
-//! query head, sequence). The tile's two consumer warpgroups own 64 query rows each and walk
+//! Algorithm (FlashAttention-2/3's online softmax on wgmma): a CTA works on tiles of (128
+//! queries, query head, sequence), one or several (`logic::attention::AttentionTiles`: a
+//! persistent grid for equal tiles, one CTA per tile for causal and variable-length work, where
+//! the hardware balances unequal tiles). The tile's two consumer warpgroups own 64 query rows each and walk
 //! the keys in blocks of `block_n(d)` keys, 128 at d ≤ 128 and 80 at d = 256: `S = Q·Kᵀ` by
 //! SS wgmma (`m64n128k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
@@ -14,19 +16,22 @@
 //! j − 1's `P·V`, waits for the scores only (`wait_group 1`), computes block j's softmax while
 //! `P·V` runs on the tensor cores, then waits for `P·V`, releases block j − 1's stage and
 //! rescales O by block j's factor. O is normalised by the row sums once at the end and stored
-//! directly (4-byte pairs, rows past the sequence skipped). The grid walks the query tiles last
-//! first, so causal tiles with the most key blocks start first.
+//! directly (4-byte pairs, rows past the sequence skipped). Tiles are numbered query tiles last
+//! first, so causal tiles with the most key blocks start first. On a persistent grid the ring
+//! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
+//! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
+//! they finish `P·V` and store O.
 //!
-//! GQA: query head `h` reads key/value head `h / group`. The grid is (query tiles × group,
-//! key/value heads, sequences) with the group's heads fastest, so the CTAs of a group run side
-//! by side on the same query tile and key blocks: a K/V block is read from HBM about once per
+//! GQA: query head `h` reads key/value head `h / group`. The tiles are numbered (query tiles
+//! × group, key/value heads, sequences) with the group's heads fastest, so the CTAs of a group
+//! run side by side on the same query tile and key blocks: a K/V block is read from HBM about once per
 //! group and from L2 by the rest of it (with group 1 the query tiles of a head run side by side
 //! and share K/V the same way).
 //!
 //! Warp roles (384 threads):
-//! - warpgroup 0, producer: one elected thread loads Q once (its own barrier) and then the K
-//!   and V boxes of every key block into a ring ([`parts::mainloop::produce`]), registers
-//!   lowered to 40;
+//! - warpgroup 0, producer: one elected thread loads each tile's Q (its own full and free
+//!   barriers) and then the K and V boxes of every key block into a ring
+//!   ([`parts::mainloop::produce`]), registers lowered to 40;
 //! - warpgroups 1 and 2, consumers (registers raised to 232, also at d = 256, where O alone is
 //!   128, the 80-key scores 40 and their P 20): as above; every consumer thread
 //!   releases every ring stage once after its wait for the wgmmas reading it (the ring counts
@@ -45,9 +50,9 @@
 //! `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 at d = 128 (224 KiB), 2
 //! of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring
 //! depth, register split per head dimension) is `abi::attention_sm90`; the entries instantiate
-//! one generic body with it. The pieces around the pipeline (sequence geometry, wgmma operands,
-//! mask, output store) are `attention_sm90_parts`. Measured ratio vs
-//! FlashAttention/cuDNN: not yet measured (docs/PERF.md will keep it).
+//! one generic body with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
+//! operands, mask, a block's tail, output store) are `attention_sm90_parts`. The ratios to
+//! cuDNN and FlashAttention-2 on the H200 are in docs/PERF.md.
 //!
 //! FA3's inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their
 //! wgmmas (two named barriers), so one's softmax runs while the tensor cores work through the
@@ -57,17 +62,16 @@ use core::marker::PhantomData;
 
 use warpforge_dsl::abi::attention_sm90::{self as shape, BLOCK_M, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
-use warpforge_dsl::logic::attention::kv_blocks;
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::produce;
-use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, OnlineSoftmax, Pack16};
+use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
-use warpforge_dsl::thread::{block_idx, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{
     Acc64x64F32, Acc64x80F32, Acc64x128F32, Acc64x256F32, Accumulator, WgmmaRs, WgmmaSs,
@@ -75,13 +79,16 @@ use warpforge_dsl::warpgroup::acc::{
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
 
-use crate::attention_sm90_parts::{Operands, Q_ROWS, Rows, sequence, slice, store_rows};
+use crate::attention_sm90_consumer::Consumer;
+use crate::attention_sm90_parts::{
+    Operands, Q_ROWS, Rows, TileWork, attention_tiles, finish_block, slice, store_rows, tile_work,
+};
 
 const _: () = assert!(BLOCK_M == CONSUMERS * WGMMA_M, "each consumer warpgroup owns one wgmma M of queries");
 /// Head-dimension columns of a box.
 pub(crate) const CHUNK: usize = HEAD_CHUNK as usize;
 /// Threads in each phase of a ping-pong turn barrier: both consumer warpgroups.
-const TURN_THREADS: u32 = CONSUMERS * WARPGROUP_THREADS;
+pub(crate) const TURN_THREADS: u32 = CONSUMERS * WARPGROUP_THREADS;
 
 /// A Q box: 128 query rows × 64 head columns. // (Q_ROWS, CHUNK)
 type QChunk<T> = SmemTile<T, Q_ROWS, CHUNK, Swizzle128B>;
@@ -106,7 +113,8 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// under 128-byte swizzle with box 64 × 1 × 128 × 1 (Q) and 64 × 1 × `BN` × 1 (K and V, with
 /// the key/value heads; one sequence slice of every row at variable length); `p` as documented
 /// on [`AttentionParams`], its O (and LSE) buffers holding every element its strides reach for
-/// every row of every sequence; grid (`q_tiles · group`, heads_kv, batch), 384 threads,
+/// every row of every sequence; a 1-D grid of at most `AttentionTiles::count` CTAs (< 2^31),
+/// exactly that many unless `PERSISTENT` (`attention_sm90::persistent(D)`), 384 threads,
 /// `attention_sm90::smem_plan(D)` launch bytes.
 #[inline(always)]
 unsafe fn attention<
@@ -121,6 +129,8 @@ unsafe fn attention<
     const KCH: usize,
     const PRODUCER_REGS: u32,
     const CONSUMER_REGS: u32,
+    const PERSISTENT: bool,
+    const DEFER_TAIL: bool,
 >(
     q_map: &TensorMap,
     k_map: &TensorMap,
@@ -137,23 +147,6 @@ unsafe fn attention<
         assert!(S::N as usize == BN && BN as u32 == 16 * P::STEPS, "a key block is the scores' N and P's K");
         assert!(BN as u32 == shape::block_n(D as u32) && RING as u32 == shape::stages(D as u32), "the ABI's plan");
     };
-    let block_n = BN as u32;
-    // x walks the heads of a GQA group fastest (they read the same K/V blocks at about the same
-    // time: once from HBM, then from L2), then the query tiles, last first; y is the key/value
-    // head. `max(1)`: the host passes a group ≥ 1; no division-by-zero path (and no panic).
-    let group = p.group.max(1);
-    let (x, kv_head, batch) = (block_idx().x, block_idx().y, block_idx().z);
-    let (tile, head) = (p.q_tiles - 1 - x / group, kv_head * group + x % group);
-    // SAFETY: the grid's z extent is the batch (contract).
-    let seq = unsafe { sequence(p, batch) };
-    let m0 = tile * BLOCK_M;
-    if m0 >= seq.q_len {
-        // A variable-length sequence shorter than the longest: the whole CTA leaves together.
-        return;
-    }
-    let causal = p.causal != 0;
-    let blocks = kv_blocks(m0, BLOCK_M, seq.q_len, seq.k_len, causal, block_n);
-
     // Shared-memory plan (`abi::attention_sm90::smem_plan`).
     let mut smem = DynamicShared::window();
     let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
@@ -161,9 +154,10 @@ unsafe fn attention<
     let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
-    // SAFETY: initialised below by thread 0 before the pipeline's init fence, published by the
-    // block barrier.
+    // SAFETY (both): initialised below by thread 0 before the pipeline's init fence, published
+    // by the block barrier.
     let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
+    let q_free = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
 
     // Barrier init.
     if thread_rank() == 0 {
@@ -171,15 +165,23 @@ unsafe fn attention<
         tma::prefetch(k_map);
         tma::prefetch(v_map);
         // SAFETY: one thread; Q's barrier completes on the producer's one arrival plus Q's
-        // bytes; every consumer thread releases every stage once per lap (no leader branch
+        // bytes, its free barrier on every consumer thread's arrival after its tile's last
+        // `Q·Kᵀ`; every consumer thread releases every stage once per lap (no leader branch
         // before the warpgroup's `.aligned` instructions).
         unsafe {
             q_full.init(1);
+            q_free.init(CONSUMERS * WARPGROUP_THREADS);
             pipe.init(CONSUMERS * WARPGROUP_THREADS);
         }
     }
     // SAFETY: all 384 threads reach it.
     unsafe { sync_threads() };
+
+    // This CTA's tiles: `blockIdx.x`, then every `gridDim.x`-th (one per CTA, or a persistent
+    // grid: `logic::attention::AttentionTiles`). Producer and consumers walk the same ones and
+    // skip the same empty ones, so the ring, Q's two barriers and the turns stay in step.
+    let tiles = attention_tiles(p);
+    let (first, stride) = (block_idx().x, grid_dim().x);
 
     if warpgroup_id() == 0 {
         // Producer.
@@ -187,32 +189,50 @@ unsafe fn attention<
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
         // SAFETY: all 32 lanes of warp 0 call it together.
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
-            let (kv_head, seq_slice) = (kv_head as i32, slice(p, batch) as i32);
-            let q_row = (seq.q_base + m0) as i32;
-            // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded next.
-            unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
-            for c in 0..DC as u32 {
-                let x = c as i32 * CHUNK as i32;
-                // SAFETY: Q's map has this box (contract); nothing reads the tile before the
-                // barrier completes.
-                unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, head as i32, q_row, seq_slice, &q_full) };
-            }
-            let load = |stage: u32, block: u32, full: &Mbarrier| {
-                let key_row = (seq.k_base + block * block_n) as i32;
-                for c in 0..DC as u32 {
-                    let x = c as i32 * CHUNK as i32;
-                    // SAFETY: the maps' boxes are the chunk (contract); the slot was acquired
-                    // free by `produce`.
-                    unsafe {
-                        tma::load_4d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, seq_slice, full);
-                        tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
-                    }
-                }
-            };
             let mut state = PipelineState::<RING>::START;
-            // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s bytes
-            // (full boxes: out-of-bounds rows are zero-filled).
-            unsafe { produce::<KvStage<T, DC, BN>, RING>(&pipe, &mut state, 0..blocks, load) };
+            // Q's tile is free for the next tile's load once the consumers' free barrier has
+            // completed this phase (each tile after the first waits for its predecessor's).
+            let (mut q_phase, mut loaded) = (Phase::ZERO, false);
+            let mut t = first;
+            while t < tiles.count() {
+                // SAFETY: `t` is a tile of the launch; the offsets as the contract says.
+                if let Some(w) = unsafe { tile_work(p, &tiles, t, BN as u32) } {
+                    if loaded {
+                        q_free.wait(&mut q_phase);
+                    }
+                    loaded = true;
+                    let (kv_head, seq_slice) = (w.at.kv_head as i32, slice(p, w.at.batch) as i32);
+                    let q_row = (w.seq.q_base + w.m0) as i32;
+                    // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded
+                    // next, into a tile no consumer reads any more (waited above).
+                    unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
+                    for c in 0..DC as u32 {
+                        let x = c as i32 * CHUNK as i32;
+                        // SAFETY: Q's map has this box (contract); nothing reads the tile before
+                        // the barrier completes.
+                        unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
+                    }
+                    let load = |stage: u32, block: u32, full: &Mbarrier| {
+                        let key_row = (w.seq.k_base + block * BN as u32) as i32;
+                        for c in 0..DC as u32 {
+                            let x = c as i32 * CHUNK as i32;
+                            // SAFETY: the maps' boxes are the chunk (contract); the slot was
+                            // acquired free by `produce`.
+                            unsafe {
+                                tma::load_4d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, seq_slice, full);
+                                tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
+                            }
+                        }
+                    };
+                    // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s
+                    // bytes (full boxes: out-of-bounds rows are zero-filled).
+                    unsafe { produce::<KvStage<T, DC, BN>, RING>(&pipe, &mut state, 0..w.blocks, load) };
+                }
+                if !PERSISTENT {
+                    break;
+                }
+                t += stride;
+            }
         }
         return;
     }
@@ -221,101 +241,41 @@ unsafe fn attention<
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let wg = warpgroup_id() - 1;
-    // This warpgroup's first query, and the softmax scale in base-2 units.
-    let q0 = m0 + wg * WGMMA_M;
-    let scale = p.scale_log2;
     let operands = Operands { q: q_tile, k: k_ring, v: v_ring, wg };
-    let own_rows = Rows { q0, q_len: seq.q_len, k_len: seq.k_len, causal };
     // FA3's ping-pong: the two consumer warpgroups take turns issuing their wgmmas, so one's
     // softmax runs while the tensor cores work through the other's. Barrier 1 is warpgroup 0's
     // turn, 2 warpgroup 1's; a warpgroup syncs on its own before each issue and arrives on the
     // other's after it. Warpgroup 1 arrives once up front (warpgroup 0 goes first) and
     // warpgroup 0 syncs once at the end (taking warpgroup 1's last arrival), so every phase of
-    // both barriers has exactly 256 threads.
+    // both barriers has exactly 256 threads (both take the same turns: the same tiles, the
+    // same blocks).
     // SAFETY: ids 1 and 2 are used only here, with 256 threads (as above).
-    let (first, second) = unsafe { (NamedBarrier::<TURN_THREADS>::new(1), NamedBarrier::<TURN_THREADS>::new(2)) };
-    let (my_turn, their_turn) = if wg == 0 { (first, second) } else { (second, first) };
+    let (first_turn, second_turn) =
+        unsafe { (NamedBarrier::<TURN_THREADS>::new(1), NamedBarrier::<TURN_THREADS>::new(2)) };
+    let turns = if wg == 0 { (first_turn, second_turn) } else { (second_turn, first_turn) };
     if wg == 1 {
         // SAFETY: the up-front arrival of the protocol above (whole warpgroup).
-        unsafe { their_turn.arrive() };
+        unsafe { turns.1.arrive() };
     }
-    let mut o = O::ZERO;
-    let mut softmax = OnlineSoftmax::START;
-    let mut state = PipelineState::<RING>::START;
-    q_full.wait_phase(Phase::ZERO);
-
-    // Key block 0: its scores and P (O is still zero: nothing to rescale).
-    pipe.consumer_wait(state);
-    let mut s = S::ZERO;
-    // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and stay
-    // until this warpgroup's release, after the covering wait; one turn (see above).
-    unsafe {
-        my_turn.sync();
-        warpgroup::fence();
-        operands.scores(&mut s, state.stage);
-        warpgroup::commit();
-        their_turn.arrive();
-        warpgroup::wait::<0>();
-    }
-    own_rows.mask(&mut s, 0);
-    // SAFETY: every lane of the warpgroup is here.
-    unsafe { softmax.step(&mut s, scale) };
-    let mut probs = P::of::<T, _>(&s);
-
-    // Then per block: issue its `Q·Kᵀ` and the previous block's `P·V`, and compute its softmax
-    // while `P·V` runs (FA3's intra-warpgroup overlap); rescale O once `P·V` has landed.
-    let mut block = 1;
-    while block < blocks {
-        let previous = state;
-        state.advance();
-        pipe.consumer_wait(state);
-        let mut s = S::ZERO;
-        // SAFETY: as above; the scores' group is committed first, so `wait::<1>` returns once
-        // they have landed while `P·V` may still run; `probs` is not modified before `wait::<0>`
-        // (it is rewritten after it).
-        unsafe {
-            my_turn.sync();
-            warpgroup::fence();
-            operands.scores(&mut s, state.stage);
-            warpgroup::commit();
-            operands.pv(&mut o, &probs, previous.stage);
-            warpgroup::commit();
-            their_turn.arrive();
-            warpgroup::wait::<1>();
+    let mut ring = PipelineState::<RING>::START;
+    let mut q_phase = Phase::ZERO;
+    let mut t = first;
+    while t < tiles.count() {
+        // SAFETY: as for the producer.
+        if let Some(w) = unsafe { tile_work(p, &tiles, t, BN as u32) } {
+            let own = Consumer { p, pipe: &pipe, q: (&q_full, &q_free), operands, turns };
+            // SAFETY: the whole warpgroup; the producer fills Q and the ring for this tile.
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL>(&w, &mut ring, &mut q_phase) };
         }
-        own_rows.mask(&mut s, block);
-        // SAFETY: every lane of the warpgroup is here.
-        let alpha = unsafe { softmax.step(&mut s, scale) };
-        // SAFETY: the whole warpgroup; then every wgmma reading `previous` completed, and each
-        // thread's arrival is one of the ring's `CONSUMERS × 128` per stage and lap.
-        unsafe {
-            warpgroup::wait::<0>();
-            pipe.consumer_release(previous);
+        if !PERSISTENT {
+            break;
         }
-        rows::scale_rows(&mut o, alpha);
-        // Rounded only now: the fragments may take the registers `P·V` was reading (a write
-        // before its wait would serialise the wgmmas, ptxas C7513).
-        probs = P::of::<T, _>(&s);
-        block += 1;
-    }
-    // SAFETY: as above, for the last block's `P·V`.
-    unsafe {
-        my_turn.sync();
-        warpgroup::fence();
-        operands.pv(&mut o, &probs, state.stage);
-        warpgroup::commit();
-        their_turn.arrive();
-        warpgroup::wait::<0>();
-        pipe.consumer_release(state);
+        t += stride;
     }
     if wg == 0 {
         // SAFETY: the closing sync of the turn protocol (whole warpgroup).
-        unsafe { my_turn.sync() };
+        unsafe { turns.0.sync() };
     }
-
-    // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.
-    // SAFETY: the whole warpgroup, after the last wait; the buffers as the contract says.
-    unsafe { store_rows::<T, O>(o, &softmax, p, seq, (batch, head, q0)) };
 }
 
 /// `#[kernel]` entries over [`attention`]: name, element, head dimension, scores accumulator
@@ -338,9 +298,11 @@ macro_rules! attention_entries {
             const DC: usize = $d / CHUNK;
             const PRODUCER: u32 = shape::producer_regs($d);
             const CONSUMER: u32 = shape::consumer_regs($d);
+            const PERSISTENT: bool = shape::persistent($d);
+            const DEFER: bool = shape::defer_block_tail($d);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                attention::<$t, $scores, $probs, $acc, $d, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER>(
+                attention::<$t, $scores, $probs, $acc, $d, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER>(
                     q_map, k_map, v_map, &params,
                 )
             }

@@ -1,15 +1,19 @@
-//! The pieces of the attention forward kernel (`attention_sm90`) around its pipeline: where a
-//! CTA's sequence lies, a consumer warpgroup's wgmma operands (`Q·Kᵀ` and `P·V` over the
-//! rings), its mask of a key block, and the store of its rows of O and the log-sum-exp.
+//! The pieces of the attention forward kernel (`attention_sm90`) around its pipeline: which
+//! tiles a CTA walks and where their sequences lie, a consumer warpgroup's wgmma operands
+//! (`Q·Kᵀ` and `P·V` over the rings), its mask of a key block, the tail of a key block, and the
+//! store of its rows of O and the log-sum-exp.
 
 use warpforge_dsl::abi::AttentionParams;
 use warpforge_dsl::abi::attention_sm90::BLOCK_M;
 use warpforge_dsl::logic::acc_rows::slot_row;
-use warpforge_dsl::logic::attention::{Sequence, block_needs_mask, visible};
+use warpforge_dsl::logic::attention::{
+    AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible,
+};
 use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
 use warpforge_dsl::math;
 use warpforge_dsl::parts::epilogue::Output;
-use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax};
+use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, RowPair};
+use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::tile::{SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
@@ -18,6 +22,50 @@ use crate::attention_sm90::CHUNK;
 
 /// Rows of a Q box: the query tile.
 pub(crate) const Q_ROWS: usize = BLOCK_M as usize;
+
+/// The launch's tiles (`logic::attention::AttentionTiles`) from its parameters.
+#[inline(always)]
+pub(crate) fn attention_tiles(p: &AttentionParams) -> AttentionTiles {
+    AttentionTiles { q_tiles: p.q_tiles, group: p.group, heads_kv: p.heads_kv, batch: p.batch }
+}
+
+/// One tile as the kernel walks it: where it works, its sequence, its first query and the key
+/// blocks it visits.
+#[derive(Clone, Copy)]
+pub(crate) struct TileWork {
+    pub(crate) at: AttentionTile,
+    pub(crate) seq: Sequence,
+    pub(crate) m0: u32,
+    pub(crate) blocks: u32,
+}
+
+/// Tile `t`'s work with key blocks of `block_n`, or `None` when its queries start past its
+/// sequence (a variable-length sequence shorter than the longest): every warp of the CTA skips
+/// the same tiles.
+///
+/// # Safety
+/// `t < tiles.count()`; the offsets (when given) hold `batch + 1` entries.
+#[inline(always)]
+pub(crate) unsafe fn tile_work(p: &AttentionParams, tiles: &AttentionTiles, t: u32, block_n: u32) -> Option<TileWork> {
+    // SAFETY: forwarded to the caller.
+    let w = unsafe { tile_at(p, tiles, t, block_n) };
+    if w.m0 >= w.seq.q_len { None } else { Some(w) }
+}
+
+/// Tile `t`'s work, whether or not its queries lie in its sequence (`blocks` is then
+/// meaningless).
+///
+/// # Safety
+/// As for [`tile_work`].
+#[inline(always)]
+pub(crate) unsafe fn tile_at(p: &AttentionParams, tiles: &AttentionTiles, t: u32, block_n: u32) -> TileWork {
+    let at = tiles.get(t);
+    // SAFETY: `at.batch` < batch (contract).
+    let seq = unsafe { sequence(p, at.batch) };
+    let m0 = at.tile * BLOCK_M;
+    let blocks = kv_blocks(m0, BLOCK_M, seq.q_len, seq.k_len, p.causal != 0, block_n);
+    TileWork { at, seq, m0, blocks }
+}
 
 /// Sequence `batch` of the launch: fixed length, or from the cumulative offsets (clamped:
 /// `Sequence::from_offsets`).
@@ -81,6 +129,37 @@ impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const
             unsafe { warpgroup::mma_rs(o, probs.step(k), &self.v.stage(stage), k, true) };
         }
     }
+}
+
+/// A key block's tail once its softmax is done: waits for every wgmma of this warpgroup (the
+/// previous block's `P·V`, the last reader of stage `pv_stage` and of `probs`), releases that
+/// stage, rescales O by the block's factor `alpha` and rounds its P (`s`) into `probs` for the
+/// next `P·V`. Rounding comes after the wait: the fragments may take the registers `P·V` was
+/// reading (a write before it would serialise the wgmmas, ptxas C7513).
+///
+/// # Safety
+/// The whole warpgroup, convergently; this is each thread's one release of `pv_stage` for
+/// its lap, and every wgmma reading it was issued by this warpgroup.
+#[inline(always)]
+pub(crate) unsafe fn finish_block<T, S, P, O, const RING: usize>(
+    (o, probs): (&mut O, &mut P),
+    s: &S,
+    alpha: RowPair,
+    pipe: &Pipeline<RING>,
+    pv_stage: PipelineState<RING>,
+) where
+    T: Pack16,
+    S: Accumulator<Elem = f32>,
+    P: AFragments,
+    O: Accumulator<Elem = f32>,
+{
+    // SAFETY: the whole warpgroup (contract); after the wait no wgmma reads the stage.
+    unsafe {
+        warpgroup::wait::<0>();
+        pipe.consumer_release(pv_stage);
+    }
+    rows::scale_rows(o, alpha);
+    *probs = P::of::<T, _>(s);
 }
 
 /// What a consumer warpgroup's mask depends on: its first query, the sequence lengths and the

@@ -79,6 +79,69 @@ impl Sequence {
     }
 }
 
+/// The attention launch's work: one tile per (query tile of `BLOCK_M` rows, query head,
+/// sequence), numbered so that consecutive tiles share K/V (a GQA group's heads fastest, then
+/// the query tiles, last first: causal tiles with the most key blocks start first; then the
+/// key/value head, then the sequence). A CTA takes tiles `blockIdx.x, + gridDim.x, …`: one per
+/// CTA when the grid covers them all (the hardware then hands out the next as a CTA retires,
+/// which balances causal and variable-length work), or several in that order on a persistent
+/// grid (equal tiles: fixed length, not causal).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionTiles {
+    /// Query tiles per sequence.
+    pub q_tiles: u32,
+    /// Query heads per key/value head.
+    pub group: u32,
+    /// Key/value heads.
+    pub heads_kv: u32,
+    /// Sequences.
+    pub batch: u32,
+}
+
+/// Where tile `t` of an [`AttentionTiles`] works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttentionTile {
+    /// The query tile within its sequence (its first query is `tile · BLOCK_M`).
+    pub tile: u32,
+    /// The query head.
+    pub head: u32,
+    /// The key/value head (`head / group`).
+    pub kv_head: u32,
+    /// The sequence.
+    pub batch: u32,
+}
+
+impl AttentionTiles {
+    /// How many tiles there are (the host keeps it below 2^31).
+    pub const fn count(&self) -> u32 {
+        self.q_tiles * self.group * self.heads_kv * self.batch
+    }
+
+    /// The launch's 1-D grid. Equal tiles (fixed length, not causal): a persistent grid of at
+    /// most one CTA per SM, each walking every `sm_count`-th tile, so the producer loads a tile's
+    /// Q and first keys while the consumers finish the one before. Otherwise one CTA per tile:
+    /// causal tiles and variable-length sequences differ in length, and the hardware hands the
+    /// next tile to whichever SM frees first (a static stride would not balance them).
+    pub const fn grid(&self, equal_tiles: bool, sm_count: u32) -> u32 {
+        let (count, sms) = (self.count(), max1(sm_count));
+        if equal_tiles && count > sms { sms } else { count }
+    }
+
+    /// Tile `t` (< [`Self::count`]). `max(1)`: no division by zero on any input (a group or a
+    /// tile count of 0 never reaches here from the host).
+    pub const fn get(&self, t: u32) -> AttentionTile {
+        let (group, q_tiles) = (max1(self.group), max1(self.q_tiles));
+        let per_head = q_tiles * group;
+        let (x, rest) = (t % per_head, t / per_head);
+        let (kv_head, batch) = (rest % max1(self.heads_kv), rest / max1(self.heads_kv));
+        AttentionTile { tile: q_tiles - 1 - x / group, head: kv_head * group + x % group, kv_head, batch }
+    }
+}
+
+const fn max1(v: u32) -> u32 {
+    if v == 0 { 1 } else { v }
+}
+
 const fn min(a: u32, b: u32) -> u32 {
     if a < b { a } else { b }
 }
@@ -136,6 +199,50 @@ mod tests {
             if q0 <= q1 && q1 <= total_q && q1 - q0 <= max_q && k0 <= k1 && k1 - k0 <= max_k {
                 prop_assert_eq!((s.q_len, s.k_len), (q1 - q0, k1 - k0), "valid offsets are kept");
             }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn attention_tiles_cover_every_tile_once_with_a_groups_heads_side_by_side(
+            q_tiles in 1u32..9, group in 1u32..5, heads_kv in 1u32..4, batch in 1u32..4,
+        ) {
+            let tiles = AttentionTiles { q_tiles, group, heads_kv, batch };
+            let mut seen = std::collections::BTreeSet::new();
+            for t in 0..tiles.count() {
+                let w = tiles.get(t);
+                prop_assert!(w.tile < q_tiles && w.head < group * heads_kv && w.batch < batch);
+                prop_assert_eq!(w.kv_head, w.head / group);
+                prop_assert!(seen.insert((w.tile, w.head, w.batch)), "tile {} repeats {:?}", t, w);
+                if t % group != 0 {
+                    // The next head of the same group on the same query tile and sequence.
+                    let before = tiles.get(t - 1);
+                    prop_assert_eq!((w.tile, w.kv_head, w.batch, w.head), (before.tile, before.kv_head, before.batch, before.head + 1));
+                }
+            }
+            prop_assert_eq!(seen.len() as u32, q_tiles * group * heads_kv * batch);
+            // Last query tile first: the causal tile with the most key blocks leads.
+            prop_assert_eq!(tiles.get(0).tile, q_tiles - 1);
+        }
+
+        #[test]
+        fn a_persistent_grid_only_for_equal_tiles_and_every_tile_walked_once(
+            count in 1u32..2000, sm_count in 1u32..200, equal_tiles: bool,
+        ) {
+            let tiles = AttentionTiles { q_tiles: count, group: 1, heads_kv: 1, batch: 1 };
+            let grid = tiles.grid(equal_tiles, sm_count);
+            prop_assert!(grid >= 1 && grid <= count);
+            prop_assert_eq!(grid, if equal_tiles { count.min(sm_count) } else { count });
+            // CTA c walks c, c + grid, …: every tile exactly once.
+            let mut walked = vec![0u32; count as usize];
+            for c in 0..grid {
+                let mut t = c;
+                while t < count {
+                    walked[t as usize] += 1;
+                    t += grid;
+                }
+            }
+            prop_assert!(walked.iter().all(|&n| n == 1));
         }
     }
 

@@ -1,0 +1,164 @@
+//! A consumer warpgroup of the attention forward kernel (`attention_sm90`) on one tile: its 64
+//! query rows against the tile's key blocks (`Q·Kᵀ` by SS wgmma, the online softmax, `P·V` by
+//! RS wgmma, FA3's two overlaps), then its rows of O and the log-sum-exp stored.
+
+use warpforge_dsl::abi::AttentionParams;
+use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
+use warpforge_dsl::mbarrier::{Mbarrier, Phase};
+use warpforge_dsl::parts::epilogue::Output;
+use warpforge_dsl::parts::rows::{AFragments, OnlineSoftmax, Pack16, RowPair};
+use warpforge_dsl::pipeline::{Pipeline, PipelineState};
+use warpforge_dsl::sync::NamedBarrier;
+use warpforge_dsl::thread::{block_idx_x_in_place, thread_rank_in_place};
+use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
+use warpforge_dsl::warpgroup::{self, WgmmaElement};
+
+use crate::attention_sm90::TURN_THREADS;
+use crate::attention_sm90_parts::{Operands, Rows, TileWork, attention_tiles, finish_block, store_rows, tile_at};
+
+/// A consumer warpgroup's view of the CTA: the parameters, the ring, Q's full and free
+/// barriers, its wgmma operands and its turn barriers (its own, the other's).
+pub(crate) struct Consumer<'a, T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
+    pub(crate) p: &'a AttentionParams,
+    pub(crate) pipe: &'a Pipeline<RING>,
+    pub(crate) q: (&'a Mbarrier, &'a Mbarrier),
+    pub(crate) operands: Operands<T, DC, BN, RING, KCH>,
+    pub(crate) turns: (NamedBarrier<TURN_THREADS>, NamedBarrier<TURN_THREADS>),
+}
+
+impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const RING: usize, const KCH: usize>
+    Consumer<'_, T, DC, BN, RING, KCH>
+{
+    /// One tile: this warpgroup's 64 query rows against the tile's key blocks, then its rows of
+    /// O (and LSE) stored. `ring` and `q_phase` carry the ring position and Q's phase from tile
+    /// to tile.
+    ///
+    /// # Safety
+    /// The whole warpgroup, convergently; the producer loads Q (on the full barrier, after the
+    /// free barrier's previous phase) and `w.blocks` key blocks into the ring for this tile.
+    #[inline(always)]
+    pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool>(&self, w: &TileWork, ring: &mut PipelineState<RING>, q_phase: &mut Phase)
+    where
+        S: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
+        P: AFragments,
+        O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
+    {
+        let (pipe, operands, (my_turn, their_turn)) = (self.pipe, &self.operands, self.turns);
+        let (q_full, q_free) = self.q;
+        let blocks = w.blocks;
+        // This warpgroup's first query, and the softmax scale in base-2 units.
+        let q0 = w.m0 + operands.wg * WGMMA_M;
+        let scale = self.p.scale_log2;
+        let own_rows = Rows { q0, q_len: w.seq.q_len, k_len: w.seq.k_len, causal: self.p.causal != 0 };
+        let mut o = O::ZERO;
+        let mut softmax = OnlineSoftmax::START;
+        let mut state = *ring;
+        q_full.wait(q_phase);
+
+        // Key block 0: its scores and P (O is still zero: nothing to rescale).
+        pipe.consumer_wait(state);
+        let mut s = S::ZERO;
+        // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and
+        // stay until this warpgroup's release, after the covering wait; one turn (see above).
+        unsafe {
+            my_turn.sync();
+            warpgroup::fence();
+            operands.scores(&mut s, state.stage);
+            warpgroup::commit();
+            their_turn.arrive();
+            warpgroup::wait::<0>();
+        }
+        if PERSISTENT && blocks == 1 {
+            // SAFETY: this thread's one arrival for the tile, after its last read of Q.
+            unsafe { q_free.arrive() };
+        }
+        own_rows.mask(&mut s, 0);
+        // SAFETY: every lane of the warpgroup is here.
+        unsafe { softmax.step(&mut s, scale) };
+        let mut probs = P::of::<T, _>(&s);
+
+        // Then per block: issue its `Q·Kᵀ` and the previous block's `P·V`, and compute its
+        // softmax while `P·V` runs (FA3's intra-warpgroup overlap); rescale O once `P·V` has
+        // landed. With `DEFER_TAIL` (`attention_sm90::defer_block_tail`) that tail (wait for
+        // `P·V`, release its stage, rescale O, round P: `finish_block`) runs at the top of the
+        // next step, across the loop's back-edge from the softmax: ptxas schedules within a
+        // basic block and, given both in one, hoisted the `P·V` wait above the whole softmax
+        // (SASS of the H200 build: `WARPGROUP.DEPBAR.LE gsb0, 0x0` before the first row
+        // maximum, 13 % of the stall samples), which serialised the softmax behind `P·V`.
+        let mut alpha = RowPair::splat(1.0);
+        let mut block = 1;
+        // The stage of the `P·V` in flight from the previous step (block − 2's; meaningful
+        // once `block > 1`).
+        let mut pv_stage = state;
+        while block < blocks {
+            let previous = state;
+            state.advance();
+            if DEFER_TAIL && block > 1 {
+                // SAFETY: the whole warpgroup; after its wait every wgmma reading `pv_stage`
+                // completed, and each thread's arrival is one of the ring's `CONSUMERS × 128`
+                // per stage and lap (with two stages, before the wait below for the same slot's
+                // refill).
+                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, pipe, pv_stage) };
+            }
+            pipe.consumer_wait(state);
+            s = S::ZERO;
+            // SAFETY: as above; the scores' group is committed first, so `wait::<1>` returns
+            // once they have landed while `P·V` may still run; `probs` is not modified before
+            // `wait::<0>` (it is rewritten after it, by `finish_block`).
+            unsafe {
+                my_turn.sync();
+                warpgroup::fence();
+                operands.scores(&mut s, state.stage);
+                warpgroup::commit();
+                operands.pv(&mut o, &probs, previous.stage);
+                warpgroup::commit();
+                their_turn.arrive();
+                warpgroup::wait::<1>();
+            }
+            if PERSISTENT && block + 1 == blocks {
+                // SAFETY: this thread's one arrival for the tile, after its last read of Q
+                // (the scores just waited for; one tile per CTA needs no free Q).
+                unsafe { q_free.arrive() };
+            }
+            pv_stage = previous;
+            own_rows.mask(&mut s, block);
+            // SAFETY: every lane of the warpgroup is here.
+            alpha = unsafe { softmax.step(&mut s, scale) };
+            if !DEFER_TAIL {
+                // SAFETY: as above, in the softmax's basic block.
+                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, pipe, pv_stage) };
+            }
+            block += 1;
+        }
+        if DEFER_TAIL && blocks > 1 {
+            // SAFETY: as in the loop, for the last block's predecessor.
+            unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, pipe, pv_stage) };
+        }
+        // SAFETY: as above, for the last block's `P·V`.
+        unsafe {
+            my_turn.sync();
+            warpgroup::fence();
+            operands.pv(&mut o, &probs, state.stage);
+            warpgroup::commit();
+            their_turn.arrive();
+            warpgroup::wait::<0>();
+            pipe.consumer_release(state);
+        }
+        state.advance();
+        *ring = state;
+
+        // One tile per CTA: where the tile lies is derived again from `blockIdx.x` rather than
+        // kept live across the key loop (at d = 256 ptxas spilled three such values without it).
+        let (w, q0) = if PERSISTENT {
+            (*w, q0)
+        } else {
+            // SAFETY: this CTA's tile (the grid covers the tiles one per CTA: contract).
+            let w = unsafe { tile_at(self.p, &attention_tiles(self.p), block_idx_x_in_place(), BN as u32) };
+            // Warpgroups 1 and 2 are the consumers (the producer is warpgroup 0).
+            (w, w.m0 + (thread_rank_in_place() / WARPGROUP_THREADS - 1) * WGMMA_M)
+        };
+        // Normalise once, then write this warpgroup's rows of O and the log-sum-exp.
+        // SAFETY: the whole warpgroup, after the last wait; the buffers as the contract says.
+        unsafe { store_rows::<T, O>(o, &softmax, self.p, w.seq, (w.at.batch, w.at.head, q0)) };
+    }
+}
