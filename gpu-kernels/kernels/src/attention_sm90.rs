@@ -210,7 +210,9 @@ unsafe fn attention<
                         let x = c as i32 * CHUNK as i32;
                         // SAFETY: Q's map has this box (contract); nothing reads the tile before
                         // the barrier completes.
-                        unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
+                        unsafe {
+                            tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full)
+                        };
                     }
                     let load = |stage: u32, block: u32, full: &Mbarrier| {
                         let key_row = (w.seq.k_base + block * BN as u32) as i32;
@@ -219,8 +221,24 @@ unsafe fn attention<
                             // SAFETY: the maps' boxes are the chunk (contract); the slot was
                             // acquired free by `produce`.
                             unsafe {
-                                tma::load_4d(&k_ring.stage(stage * DC as u32 + c), k_map, x, kv_head, key_row, seq_slice, full);
-                                tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
+                                tma::load_4d(
+                                    &k_ring.stage(stage * DC as u32 + c),
+                                    k_map,
+                                    x,
+                                    kv_head,
+                                    key_row,
+                                    seq_slice,
+                                    full,
+                                );
+                                tma::load_4d(
+                                    &v_ring.stage(stage).block(c),
+                                    v_map,
+                                    x,
+                                    kv_head,
+                                    key_row,
+                                    seq_slice,
+                                    full,
+                                );
                             }
                         }
                     };

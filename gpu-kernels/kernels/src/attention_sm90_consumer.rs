@@ -37,8 +37,12 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
     /// The whole warpgroup, convergently; the producer loads Q (on the full barrier, after the
     /// free barrier's previous phase) and `w.blocks` key blocks into the ring for this tile.
     #[inline(always)]
-    pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool>(&self, w: &TileWork, ring: &mut PipelineState<RING>, q_phase: &mut Phase)
-    where
+    pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool>(
+        &self,
+        w: &TileWork,
+        ring: &mut PipelineState<RING>,
+        q_phase: &mut Phase,
+    ) where
         S: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
         P: AFragments,
         O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,

@@ -6,9 +6,7 @@
 use warpforge_dsl::abi::AttentionParams;
 use warpforge_dsl::abi::attention_sm90::BLOCK_M;
 use warpforge_dsl::logic::acc_rows::slot_row;
-use warpforge_dsl::logic::attention::{
-    AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible,
-};
+use warpforge_dsl::logic::attention::{AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible};
 use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
 use warpforge_dsl::math;
 use warpforge_dsl::parts::epilogue::Output;
