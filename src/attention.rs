@@ -33,8 +33,10 @@ use warpforge_logic::attention::AttentionTiles;
 use crate::Warpforge;
 use crate::gemm::{GemmInput, check};
 
+mod counters;
 mod strides;
 
+pub(crate) use counters::TileCounterCache;
 use strides::Layouts;
 pub use strides::{AttentionSpans, AttentionStrides, AttentionVarlenStrides, RowStrides, TensorStrides};
 
@@ -454,6 +456,7 @@ impl Warpforge {
             lse: lse_ptr,
             cu_seqlens_q: cu_q,
             cu_seqlens_k: cu_k,
+            tile_counters: 0,
             o_batch_stride: layouts.o.batch as u64,
             o_row_stride: layouts.o.row as u64,
             o_head_stride: layouts.o.head as u64,
@@ -467,30 +470,69 @@ impl Warpforge {
             q_tiles: tiles,
             heads_kv: p.heads_kv as u32,
             batch: p.batch as u32,
+            band: 1,
+            reserved: 0,
         };
-        // Equal tiles (fixed length, not causal) may share a CTA (persistent grid); the rest run
-        // one per CTA.
+        // Unequal tiles (causal, variable length) in bands sorted longest first, as wide as
+        // their K/V fits in L2 (the last tiles claimed are short); equal tiles head by head.
+        let pairs = params.heads_kv * params.batch;
+        let kv_bytes_per_pair = 2 * p.seq_k as u64 * p.head_dim as u64 * std::mem::size_of::<T>() as u64;
+        // A persistent grid (head dimensions `persistent` holds for) claims its tiles from this
+        // stream's counters; the others run one CTA per tile, in band 1 (the kernel's rule).
+        let persistent_grid = persistent(p.head_dim as u32);
         let equal_tiles = !p.causal && offsets.is_none();
+        let band = if equal_tiles || !persistent_grid {
+            1
+        } else {
+            AttentionTiles::band_for(self.l2_bytes(), kv_bytes_per_pair, pairs)
+        };
+        let mut counter_cache = self.attention_counters().lock()?;
+        let (tile_counters, counters_access) = if persistent_grid {
+            let (ptr, access) = counters::counters(&mut counter_cache, stream)?.device_ptr_mut(stream);
+            (ptr, Some(access))
+        } else {
+            (0, None)
+        };
+        let params = AttentionParams { band, tile_counters, ..params };
         let config = LaunchConfig {
-            grid: [tiles_of(&params).grid(equal_tiles && persistent(p.head_dim as u32), self.sm_count()), 1, 1],
+            grid: [tiles_of(&params).grid(persistent_grid, self.sm_count()), 1, 1],
             block: [THREADS, 1, 1],
             dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
             cluster: None,
         };
-        let keep =
-            [Some(q_access), Some(k_access), Some(v_access), Some(o_access), lse_access, cu_q_access, cu_k_access];
+        let keep = [
+            Some(q_access),
+            Some(k_access),
+            Some(v_access),
+            Some(o_access),
+            lse_access,
+            cu_q_access,
+            cu_k_access,
+            counters_access,
+        ];
         // SAFETY: the maps describe Q, K and V with the checked strides, validated against the
         // buffers' lengths (each holds every element its strides reach: checked above), with the
         // kernel's box and swizzle; O spans every element its even, non-overlapping strides reach
         // (an extent-1 stride is only multiplied by 0) and LSE every row × head, both borrowed
         // mutably; the offsets hold `batch + 1` entries each and the kernel clamps their contents;
         // the grid is 1-D over the checked tile count (< 2^31) with 384 threads and the kernel's
-        // shared-memory plan, as its contract asks; the guards are held until it is enqueued.
-        unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) }
+        // shared-memory plan, as its contract asks; a persistent grid's counters are this
+        // stream's alone and zero (every launch leaves them so); the guards (and the cache's
+        // lock) are held until it is enqueued.
+        let launched =
+            unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) };
+        drop(counter_cache);
+        launched
     }
 }
 
 /// The launch's tiles (as the kernel reads them from `params`).
 fn tiles_of(params: &AttentionParams) -> AttentionTiles {
-    AttentionTiles { q_tiles: params.q_tiles, group: params.group, heads_kv: params.heads_kv, batch: params.batch }
+    AttentionTiles {
+        q_tiles: params.q_tiles,
+        group: params.group,
+        heads_kv: params.heads_kv,
+        batch: params.batch,
+        band: params.band,
+    }
 }

@@ -26,7 +26,7 @@ mod decode;
 pub(crate) mod schedule;
 pub mod tuned;
 mod variant;
-mod workspace;
+pub(crate) mod workspace;
 pub use decode::{Cores, DECODE_MAX_ROWS, SKINNY_MAX_ROWS};
 use schedule::{GemmSchedule, tile_plan};
 use tuned::TablePlan;

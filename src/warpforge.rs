@@ -1,5 +1,5 @@
 //! [`Warpforge`]: warpforge's kernels loaded on one device, and the per-device state the
-//! entry points share (the stream-K workspace cache).
+//! entry points share (the stream-K workspace and attention counter caches).
 //!
 //! The entry points live with their kernels: `gemm.rs` (`gemm`, `gemm_plan`), `swiglu.rs`
 //! (`swiglu`, `swiglu_plan`), `kernels.rs` (`saxpy`, `silu_mul`, `vector_add_f32`, `sum_f32`,
@@ -21,6 +21,8 @@ pub struct Warpforge {
     module: Module,
     sm_count: u32,
     stream_k: crate::gemm::StreamKCache,
+    attention_counters: crate::attention::TileCounterCache,
+    l2_bytes: u32,
     device_name: String,
     plan_table: Option<Arc<PlanTable>>,
 }
@@ -35,6 +37,8 @@ impl Warpforge {
             module,
             sm_count: attributes.sm_count,
             stream_k: Default::default(),
+            attention_counters: Default::default(),
+            l2_bytes: attributes.l2_bytes,
             device_name: attributes.name.clone(),
             plan_table,
         })
@@ -72,6 +76,16 @@ impl Warpforge {
     /// The GEMM's per-stream stream-K buffers.
     pub(crate) fn stream_k_cache(&self) -> &crate::gemm::StreamKCache {
         &self.stream_k
+    }
+
+    /// The persistent attention grid's per-stream claim counters.
+    pub(crate) fn attention_counters(&self) -> &crate::attention::TileCounterCache {
+        &self.attention_counters
+    }
+
+    /// L2 cache of the device, bytes.
+    pub(crate) fn l2_bytes(&self) -> u64 {
+        self.l2_bytes as u64
     }
 
     /// Streaming multiprocessors of the device.

@@ -22,11 +22,11 @@ const TAIL: usize = 37;
 
 /// A test case: the problem, how large the logits get, and the data seed.
 #[derive(Clone, Copy, Debug)]
-struct Case {
-    problem: AttentionProblem,
+pub(crate) struct Case {
+    pub(crate) problem: AttentionProblem,
     /// Q and K uniform in ±`magnitude` (with scale 2 when large: logits of tens).
-    large_logits: bool,
-    seed: u64,
+    pub(crate) large_logits: bool,
+    pub(crate) seed: u64,
 }
 
 /// The float64 reference of one (sequence, head, query) row: O's `head_dim` values, the LSE,
@@ -116,7 +116,7 @@ fn check_row<T: Element>(r: &RowRef, got: &[f64], lse: f64, what: &str) -> Optio
 }
 
 /// Runs `case` on the GPU with element `T` and checks every output element and LSE value.
-fn check_case<T: AttentionElement + Element>(case: &Case) {
+pub(crate) fn check_case<T: AttentionElement + Element>(case: &Case) {
     let (device, wf) = gpu();
     let stream = device.stream();
     let p = &case.problem;

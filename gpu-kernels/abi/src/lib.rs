@@ -267,6 +267,7 @@ pub mod attention_sm90 {
             .ring::<Kv>(stages * chunks)
             .pipeline(stages)
             .mbarriers(2)
+            .region(4, 4)
     }
 }
 
@@ -278,8 +279,8 @@ pub mod attention_sm90 {
 /// count within a sequence; at variable length there is one sequence slice holding every row,
 /// and the cumulative offsets say where each sequence starts. The work is `q_tiles · heads_q ·
 /// batch` tiles of `BLOCK_M` queries of one head (`logic::attention::AttentionTiles` orders
-/// them); the grid is 1-D, each CTA taking tiles `blockIdx.x`, `+ gridDim.x`, … (one per CTA,
-/// or a persistent grid).
+/// them); the grid is 1-D: one CTA per tile, or a persistent grid whose CTAs claim tiles from
+/// `tile_counters` (`logic::schedule::claims`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct AttentionParams {
@@ -295,6 +296,10 @@ pub struct AttentionParams {
     pub cu_seqlens_q: u64,
     /// As `cu_seqlens_q`, for keys and values.
     pub cu_seqlens_k: u64,
+    /// Device address of the two u32 claim counters of a persistent grid (`[next, finished]`,
+    /// zero at the launch and left zero by it: `logic::schedule::claims`), this stream's alone;
+    /// unused with one CTA per tile.
+    pub tile_counters: u64,
     /// Elements of O between sequences (fixed length; unused at variable length).
     pub o_batch_stride: u64,
     /// Elements of O between rows; even (O is stored in 4-byte pairs).
@@ -321,6 +326,11 @@ pub struct AttentionParams {
     pub heads_kv: u32,
     /// Sequences.
     pub batch: u32,
+    /// (Key/value head, sequence) pairs per band of the tile order
+    /// (`logic::attention::AttentionTiles`).
+    pub band: u32,
+    /// Zero: makes the struct's tail padding explicit (the PTX parameter's size is checked).
+    pub reserved: u32,
 }
 
 /// What the persistent-scheduler test kernel records per tile.
@@ -758,7 +768,7 @@ pub struct GemmParams {
     pub flags: u64,
 }
 
-const _: () = assert!(core::mem::size_of::<AttentionParams>() == 7 * 8 + 10 * 4, "AttentionParams has no padding");
+const _: () = assert!(core::mem::size_of::<AttentionParams>() == 8 * 8 + 12 * 4, "AttentionParams has no padding");
 const _: () = assert!(
     core::mem::size_of::<GemmParams>() <= 128
         && core::mem::size_of::<TilePlan>() <= 128

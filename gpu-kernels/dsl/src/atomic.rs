@@ -36,6 +36,13 @@ impl AtomicCell {
         unsafe { raw::atom_max_u32(self.addr, value) }
     }
 
+    /// Stores `value`; returns the previous value.
+    #[inline(always)]
+    pub fn swap(&self, value: u32) -> u32 {
+        // SAFETY: the constructor's contract.
+        unsafe { raw::atom_exch_b32(self.addr, value) }
+    }
+
     /// Compare-and-swap; returns the previous value.
     #[inline(always)]
     pub fn compare_exchange(&self, expected: u32, new: u32) -> u32 {

@@ -3,9 +3,12 @@
 //! optional per-row log-sum-exp.
 //!
 //! Algorithm (FlashAttention-2/3's online softmax on wgmma): a CTA works on tiles of (128
-//! queries, query head, sequence), one or several (`logic::attention::AttentionTiles`: a
-//! persistent grid for equal tiles, one CTA per tile for causal and variable-length work, where
-//! the hardware balances unequal tiles). The tile's two consumer warpgroups own 64 query rows each and walk
+//! queries, query head, sequence), one or several (`logic::attention::AttentionTiles`). At
+//! d ≤ 128 the grid is persistent: each CTA starts on tile `blockIdx.x` and its producer claims
+//! the next from the launch's counters (`logic::schedule::claims`: whichever CTA frees first
+//! takes it, which balances causal and variable-length tiles; the counters end each launch at
+//! zero), handing each index to the consumers through a shared-memory slot under Q's full
+//! barrier (an index past the tiles stops them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
 //! the keys in blocks of `block_n(d)` keys, 128 at d ≤ 128 and 80 at d = 256: `S = Q·Kᵀ` by
 //! SS wgmma (`m64n128k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
@@ -22,11 +25,12 @@
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
 //! they finish `P·V` and store O.
 //!
-//! GQA: query head `h` reads key/value head `h / group`. The tiles are numbered (query tiles
-//! × group, key/value heads, sequences) with the group's heads fastest, so the CTAs of a group
-//! run side by side on the same query tile and key blocks: a K/V block is read from HBM about once per
-//! group and from L2 by the rest of it (with group 1 the query tiles of a head run side by side
-//! and share K/V the same way).
+//! GQA: query head `h` reads key/value head `h / group`. The tiles are numbered with the
+//! group's heads fastest, so the CTAs of a group run side by side on the same query tile and
+//! key blocks: a K/V block is read from HBM about once per group and from L2 by the rest of it.
+//! Equal tiles go head by head (the query tiles of a head side by side, sharing K/V the same
+//! way); unequal ones in bands of heads sorted longest first, as wide as their K/V fits in L2
+//! (`AttentionTiles::band_for`), so the tiles claimed last are short.
 //!
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread loads each tile's Q (its own full and free
@@ -81,7 +85,8 @@ use warpforge_dsl::{tma, warp};
 
 use crate::attention_sm90_consumer::Consumer;
 use crate::attention_sm90_parts::{
-    Operands, Q_ROWS, Rows, TileWork, attention_tiles, finish_block, slice, store_rows, tile_work,
+    Claims, Operands, Q_ROWS, Rows, TileSlot, TileWork, attention_tiles, finish_block, slice, store_rows, tile_at,
+    tile_work,
 };
 
 const _: () = assert!(BLOCK_M == CONSUMERS * WGMMA_M, "each consumer warpgroup owns one wgmma M of queries");
@@ -114,8 +119,9 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// the key/value heads; one sequence slice of every row at variable length); `p` as documented
 /// on [`AttentionParams`], its O (and LSE) buffers holding every element its strides reach for
 /// every row of every sequence; a 1-D grid of at most `AttentionTiles::count` CTAs (< 2^31),
-/// exactly that many unless `PERSISTENT` (`attention_sm90::persistent(D)`), 384 threads,
-/// `attention_sm90::smem_plan(D)` launch bytes.
+/// exactly that many unless `PERSISTENT` (`attention_sm90::persistent(D)`), whose launches
+/// take `p.tile_counters` (two u32, zero at the launch, this launch's alone while it runs);
+/// 384 threads, `attention_sm90::smem_plan(D)` launch bytes.
 #[inline(always)]
 unsafe fn attention<
     T,
@@ -158,6 +164,7 @@ unsafe fn attention<
     // by the block barrier.
     let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
     let q_free = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
+    let slot = TileSlot(smem.alloc::<u32>(1, 4));
 
     // Barrier init.
     if thread_rank() == 0 {
@@ -177,11 +184,10 @@ unsafe fn attention<
     // SAFETY: all 384 threads reach it.
     unsafe { sync_threads() };
 
-    // This CTA's tiles: `blockIdx.x`, then every `gridDim.x`-th (one per CTA, or a persistent
-    // grid: `logic::attention::AttentionTiles`). Producer and consumers walk the same ones and
-    // skip the same empty ones, so the ring, Q's two barriers and the turns stay in step.
-    let tiles = attention_tiles(p);
-    let (first, stride) = (block_idx().x, grid_dim().x);
+    // This CTA's tiles: `blockIdx.x`, then (persistent grid) those its producer claims from the
+    // launch's counters (`logic::schedule::claims`), handed to the consumers through `slot`.
+    let tiles = attention_tiles::<PERSISTENT>(p);
+    let first = block_idx().x;
 
     if warpgroup_id() == 0 {
         // Producer.
@@ -189,67 +195,85 @@ unsafe fn attention<
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
         // SAFETY: all 32 lanes of warp 0 call it together.
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
+            // SAFETY: the launch's counter pair (contract), only this thread of the CTA uses it.
+            let claims = unsafe { Claims::new(p, tiles.count(), grid_dim().x) };
             let mut state = PipelineState::<RING>::START;
-            // Q's tile is free for the next tile's load once the consumers' free barrier has
-            // completed this phase (each tile after the first waits for its predecessor's).
+            // Q's tile (and the slot) is free for the next tile once the consumers' free
+            // barrier has completed this phase (each tile after the first waits for its
+            // predecessor's).
             let (mut q_phase, mut loaded) = (Phase::ZERO, false);
-            let mut t = first;
-            while t < tiles.count() {
-                // SAFETY: `t` is a tile of the launch; the offsets as the contract says.
-                if let Some(w) = unsafe { tile_work(p, &tiles, t, BN as u32) } {
+            let mut t = claims.rule.first(first);
+            loop {
+                // The next tile with queries (variable length skips the rest), or none.
+                let work = loop {
+                    if claims.rule.is_done(t) {
+                        break None;
+                    }
+                    // SAFETY: `t` is a tile of the launch; the offsets as the contract says.
+                    if let Some(w) = unsafe { tile_work(p, &tiles, t, BN as u32) } {
+                        break Some(w);
+                    }
+                    t = if PERSISTENT { claims.claim() } else { tiles.count() };
+                };
+                if PERSISTENT {
                     if loaded {
                         q_free.wait(&mut q_phase);
                     }
-                    loaded = true;
-                    let (kv_head, seq_slice) = (w.at.kv_head as i32, slice(p, w.at.batch) as i32);
-                    let q_row = (w.seq.q_base + w.m0) as i32;
-                    // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded
-                    // next, into a tile no consumer reads any more (waited above).
-                    unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
+                    // SAFETY: this thread, after the free barrier, before the arrival below.
+                    unsafe { slot.publish(t) };
+                }
+                let Some(w) = work else {
+                    if PERSISTENT {
+                        // SAFETY: the phase's one arrival, with no bytes: the consumers read
+                        // the index past the tiles and stop.
+                        unsafe { q_full.arrive() };
+                    }
+                    break;
+                };
+                loaded = true;
+                // Claimed now, taken after this tile's loads: the atomic's round trip is hidden.
+                let upcoming = if PERSISTENT { claims.claim() } else { 0 };
+                let (kv_head, seq_slice) = (w.at.kv_head as i32, slice(p, w.at.batch) as i32);
+                let q_row = (w.seq.q_base + w.m0) as i32;
+                // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded
+                // next, into a tile no consumer reads any more (waited above).
+                unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
+                for c in 0..DC as u32 {
+                    let x = c as i32 * CHUNK as i32;
+                    // SAFETY: Q's map has this box (contract); nothing reads the tile before
+                    // the barrier completes.
+                    unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
+                }
+                let load = |stage: u32, block: u32, full: &Mbarrier| {
+                    let key_row = (w.seq.k_base + block * BN as u32) as i32;
                     for c in 0..DC as u32 {
                         let x = c as i32 * CHUNK as i32;
-                        // SAFETY: Q's map has this box (contract); nothing reads the tile before
-                        // the barrier completes.
+                        // SAFETY: the maps' boxes are the chunk (contract); the slot was
+                        // acquired free by `produce`.
                         unsafe {
-                            tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full)
-                        };
-                    }
-                    let load = |stage: u32, block: u32, full: &Mbarrier| {
-                        let key_row = (w.seq.k_base + block * BN as u32) as i32;
-                        for c in 0..DC as u32 {
-                            let x = c as i32 * CHUNK as i32;
-                            // SAFETY: the maps' boxes are the chunk (contract); the slot was
-                            // acquired free by `produce`.
-                            unsafe {
-                                tma::load_4d(
-                                    &k_ring.stage(stage * DC as u32 + c),
-                                    k_map,
-                                    x,
-                                    kv_head,
-                                    key_row,
-                                    seq_slice,
-                                    full,
-                                );
-                                tma::load_4d(
-                                    &v_ring.stage(stage).block(c),
-                                    v_map,
-                                    x,
-                                    kv_head,
-                                    key_row,
-                                    seq_slice,
-                                    full,
-                                );
-                            }
+                            tma::load_4d(
+                                &k_ring.stage(stage * DC as u32 + c),
+                                k_map,
+                                x,
+                                kv_head,
+                                key_row,
+                                seq_slice,
+                                full,
+                            );
+                            tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
                         }
-                    };
-                    // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s
-                    // bytes (full boxes: out-of-bounds rows are zero-filled).
-                    unsafe { produce::<KvStage<T, DC, BN>, RING>(&pipe, &mut state, 0..w.blocks, load) };
-                }
+                    }
+                };
+                // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s
+                // bytes (full boxes: out-of-bounds rows are zero-filled).
+                unsafe { produce::<KvStage<T, DC, BN>, RING>(&pipe, &mut state, 0..w.blocks, load) };
                 if !PERSISTENT {
                     break;
                 }
-                t += stride;
+                t = upcoming;
+            }
+            if PERSISTENT {
+                claims.finish();
             }
         }
         return;
@@ -277,18 +301,30 @@ unsafe fn attention<
     }
     let mut ring = PipelineState::<RING>::START;
     let mut q_phase = Phase::ZERO;
-    let mut t = first;
-    while t < tiles.count() {
-        // SAFETY: as for the producer.
-        if let Some(w) = unsafe { tile_work(p, &tiles, t, BN as u32) } {
-            let own = Consumer { p, pipe: &pipe, q: (&q_full, &q_free), operands, turns };
-            // SAFETY: the whole warpgroup; the producer fills Q and the ring for this tile.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL>(&w, &mut ring, &mut q_phase) };
+    let own = Consumer { p, pipe: &pipe, q_free: &q_free, operands, turns };
+    if PERSISTENT {
+        // The tiles the producer hands over, until an index past the last.
+        loop {
+            q_full.wait(&mut q_phase);
+            // SAFETY: after the wait, before this thread's arrival on the free barrier (in
+            // `tile`).
+            let t = unsafe { slot.read() };
+            if t >= tiles.count() {
+                break;
+            }
+            // SAFETY: a tile of the launch, with queries (the producer published no other).
+            let w = unsafe { tile_at(p, &tiles, t, BN as u32) };
+            // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL>(&w, &mut ring, None) };
         }
-        if !PERSISTENT {
-            break;
+    } else {
+        // SAFETY: this CTA's one tile, as for the producer.
+        let work = unsafe { tile_work(p, &tiles, first, BN as u32) };
+        if let Some(w) = work {
+            // SAFETY: the whole warpgroup; `tile` waits for Q and the producer loads the key
+            // blocks. (Waiting here instead, ptxas spilled 32 bytes of the setup at d = 256.)
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL>(&w, &mut ring, Some((&q_full, &mut q_phase))) };
         }
-        t += stride;
     }
     if wg == 0 {
         // SAFETY: the closing sync of the turn protocol (whole warpgroup).

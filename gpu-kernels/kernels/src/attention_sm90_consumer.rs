@@ -16,12 +16,12 @@ use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use crate::attention_sm90::TURN_THREADS;
 use crate::attention_sm90_parts::{Operands, Rows, TileWork, attention_tiles, finish_block, store_rows, tile_at};
 
-/// A consumer warpgroup's view of the CTA: the parameters, the ring, Q's full and free
-/// barriers, its wgmma operands and its turn barriers (its own, the other's).
+/// A consumer warpgroup's view of the CTA: the parameters, the ring, Q's free barrier, its
+/// wgmma operands and its turn barriers (its own, the other's).
 pub(crate) struct Consumer<'a, T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
     pub(crate) p: &'a AttentionParams,
     pub(crate) pipe: &'a Pipeline<RING>,
-    pub(crate) q: (&'a Mbarrier, &'a Mbarrier),
+    pub(crate) q_free: &'a Mbarrier,
     pub(crate) operands: Operands<T, DC, BN, RING, KCH>,
     pub(crate) turns: (NamedBarrier<TURN_THREADS>, NamedBarrier<TURN_THREADS>),
 }
@@ -30,25 +30,26 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
     Consumer<'_, T, DC, BN, RING, KCH>
 {
     /// One tile: this warpgroup's 64 query rows against the tile's key blocks, then its rows of
-    /// O (and LSE) stored. `ring` and `q_phase` carry the ring position and Q's phase from tile
-    /// to tile.
+    /// O (and LSE) stored. `ring` carries the ring position from tile to tile; `q_full`, when
+    /// given, is Q's full barrier and phase to wait on first (else Q has been waited for).
     ///
     /// # Safety
-    /// The whole warpgroup, convergently; the producer loads Q (on the full barrier, after the
-    /// free barrier's previous phase) and `w.blocks` key blocks into the ring for this tile.
+    /// The whole warpgroup, convergently; the producer loads
+    /// `w.blocks` key blocks into the ring for this tile, and (persistent) the next tile's Q
+    /// only after every consumer thread's arrival on the free barrier here.
     #[inline(always)]
     pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool>(
         &self,
         w: &TileWork,
         ring: &mut PipelineState<RING>,
-        q_phase: &mut Phase,
+        q_full: Option<(&Mbarrier, &mut Phase)>,
     ) where
         S: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
         P: AFragments,
         O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
     {
         let (pipe, operands, (my_turn, their_turn)) = (self.pipe, &self.operands, self.turns);
-        let (q_full, q_free) = self.q;
+        let q_free = self.q_free;
         let blocks = w.blocks;
         // This warpgroup's first query, and the softmax scale in base-2 units.
         let q0 = w.m0 + operands.wg * WGMMA_M;
@@ -57,7 +58,9 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         let mut o = O::ZERO;
         let mut softmax = OnlineSoftmax::START;
         let mut state = *ring;
-        q_full.wait(q_phase);
+        if let Some((q_full, phase)) = q_full {
+            q_full.wait(phase);
+        }
 
         // Key block 0: its scores and P (O is still zero: nothing to rescale).
         pipe.consumer_wait(state);
@@ -157,7 +160,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             (*w, q0)
         } else {
             // SAFETY: this CTA's tile (the grid covers the tiles one per CTA: contract).
-            let w = unsafe { tile_at(self.p, &attention_tiles(self.p), block_idx_x_in_place(), BN as u32) };
+            let w = unsafe { tile_at(self.p, &attention_tiles::<false>(self.p), block_idx_x_in_place(), BN as u32) };
             // Warpgroups 1 and 2 are the consumers (the producer is warpgroup 0).
             (w, w.m0 + (thread_rank_in_place() / WARPGROUP_THREADS - 1) * WGMMA_M)
         };

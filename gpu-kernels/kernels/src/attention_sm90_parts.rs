@@ -1,17 +1,22 @@
 //! The pieces of the attention forward kernel (`attention_sm90`) around its pipeline: which
-//! tiles a CTA walks and where their sequences lie, a consumer warpgroup's wgmma operands
+//! tiles a CTA walks (claimed from the launch's counters on a persistent grid, handed from the
+//! producer to the consumers through a shared-memory slot) and where their sequences lie, a consumer warpgroup's wgmma operands
 //! (`Q·Kᵀ` and `P·V` over the rings), its mask of a key block, the tail of a key block, and the
 //! store of its rows of O and the log-sum-exp.
 
 use warpforge_dsl::abi::AttentionParams;
 use warpforge_dsl::abi::attention_sm90::BLOCK_M;
+use warpforge_dsl::atomic::AtomicCell;
 use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::attention::{AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible};
 use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
+use warpforge_dsl::logic::schedule::claims::TileClaims;
 use warpforge_dsl::math;
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
+use warpforge_dsl::shared::SharedPtr;
+use warpforge_dsl::sync::fence_acq_rel_gpu;
 use warpforge_dsl::tile::{SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
@@ -21,10 +26,88 @@ use crate::attention_sm90::CHUNK;
 /// Rows of a Q box: the query tile.
 pub(crate) const Q_ROWS: usize = BLOCK_M as usize;
 
-/// The launch's tiles (`logic::attention::AttentionTiles`) from its parameters.
+/// The launch's tiles (`logic::attention::AttentionTiles`) from its parameters. One CTA per
+/// tile (not `PERSISTENT`) walks band 1 whatever `p.band` says (the host passes 1): its
+/// epilogue derives its tile again, and the wider band's arithmetic held live across the key
+/// loop spilled at d = 256.
 #[inline(always)]
-pub(crate) fn attention_tiles(p: &AttentionParams) -> AttentionTiles {
-    AttentionTiles { q_tiles: p.q_tiles, group: p.group, heads_kv: p.heads_kv, batch: p.batch }
+pub(crate) fn attention_tiles<const PERSISTENT: bool>(p: &AttentionParams) -> AttentionTiles {
+    let band = if PERSISTENT { p.band } else { 1 };
+    AttentionTiles { q_tiles: p.q_tiles, group: p.group, heads_kv: p.heads_kv, batch: p.batch, band }
+}
+
+/// The producer's side of a persistent grid's tile claims (`logic::schedule::claims`) on the
+/// launch's counter pair.
+#[derive(Clone, Copy)]
+pub(crate) struct Claims {
+    pub(crate) rule: TileClaims,
+    next: AtomicCell,
+    finished: AtomicCell,
+}
+
+impl Claims {
+    /// The claims of a launch of `grid` CTAs over `count` tiles on `p.tile_counters`.
+    ///
+    /// # Safety
+    /// `p.tile_counters` is the launch's pair of u32 (contract), zero at its start, which only
+    /// the producers access, atomically.
+    #[inline(always)]
+    pub(crate) unsafe fn new(p: &AttentionParams, count: u32, grid: u32) -> Self {
+        let pair = p.tile_counters as *mut u32;
+        // SAFETY: the contract above; the second counter is the next word.
+        let (next, finished) = unsafe { (AtomicCell::new(pair), AtomicCell::new(pair.add(1))) };
+        Claims { rule: TileClaims { count, grid }, next, finished }
+    }
+
+    /// Claims the next tile (one relaxed atomic): its index, `≥ count` once none is left.
+    #[inline(always)]
+    pub(crate) fn claim(&self) -> u32 {
+        self.rule.next(self.next.fetch_add(1))
+    }
+
+    /// This CTA is done claiming: counts it finished, and the last CTA zeroes both counters
+    /// for the next launch (every other CTA's claims were ordered before its count, which the
+    /// fences make acquire-release).
+    #[inline(always)]
+    pub(crate) fn finish(&self) {
+        fence_acq_rel_gpu();
+        let before = self.finished.fetch_add(1);
+        fence_acq_rel_gpu();
+        if self.rule.is_last(before) {
+            self.next.swap(0);
+            self.finished.swap(0);
+        }
+    }
+}
+
+/// The tile index the producer hands the consumers: written before its arrival on Q's full
+/// barrier, read after their wait on it (the barrier's release and acquire order the two), and
+/// not rewritten before Q's free barrier says every consumer thread has read it.
+#[derive(Clone, Copy)]
+pub(crate) struct TileSlot(pub(crate) SharedPtr<u32>);
+
+impl TileSlot {
+    /// Writes `t`.
+    ///
+    /// # Safety
+    /// The producer's one thread, before its arrival on Q's full barrier for this phase and
+    /// after its wait on the free barrier for the previous one (no consumer reads it).
+    #[inline(always)]
+    pub(crate) unsafe fn publish(self, t: u32) {
+        // SAFETY: a u32 of this CTA's shared memory (the plan); unread now (contract).
+        unsafe { self.0.as_mut_ptr().write_volatile(t) }
+    }
+
+    /// The tile of the phase of Q's full barrier just waited for.
+    ///
+    /// # Safety
+    /// After that wait and before this thread's arrival on Q's free barrier (the producer
+    /// does not write it in between).
+    #[inline(always)]
+    pub(crate) unsafe fn read(self) -> u32 {
+        // SAFETY: as for `publish`; unwritten now (contract).
+        unsafe { self.0.as_mut_ptr().read_volatile() }
+    }
 }
 
 /// One tile as the kernel walks it: where it works, its sequence, its first query and the key

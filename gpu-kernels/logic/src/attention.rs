@@ -80,12 +80,13 @@ impl Sequence {
 }
 
 /// The attention launch's work: one tile per (query tile of `BLOCK_M` rows, query head,
-/// sequence), numbered so that consecutive tiles share K/V (a GQA group's heads fastest, then
-/// the query tiles, last first: causal tiles with the most key blocks start first; then the
-/// key/value head, then the sequence). A CTA takes tiles `blockIdx.x, + gridDim.x, …`: one per
-/// CTA when the grid covers them all (the hardware then hands out the next as a CTA retires,
-/// which balances causal and variable-length work), or several in that order on a persistent
-/// grid (equal tiles: fixed length, not causal).
+/// sequence), numbered in bands of `band` (key/value head, sequence) pairs. Within a band the
+/// query tiles go last first (causal tiles with the most key blocks first), and at each query
+/// tile a GQA group's heads are fastest, then the band's pairs; the bands follow one another,
+/// key/value heads before sequences. With `band` = 1 consecutive tiles share one pair's K/V
+/// (every query tile of a head side by side); a wider band sorts more of the work longest
+/// first, so the tiles claimed last on a persistent grid (`schedule::claims`) are short ones,
+/// while its pairs' K/V still fits in L2 ([`AttentionTiles::band_for`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttentionTiles {
     /// Query tiles per sequence.
@@ -96,6 +97,8 @@ pub struct AttentionTiles {
     pub heads_kv: u32,
     /// Sequences.
     pub batch: u32,
+    /// (Key/value head, sequence) pairs per band (0 counts as 1; more than there are, as all).
+    pub band: u32,
 }
 
 /// Where tile `t` of an [`AttentionTiles`] works.
@@ -117,24 +120,38 @@ impl AttentionTiles {
         self.q_tiles * self.group * self.heads_kv * self.batch
     }
 
-    /// The launch's 1-D grid. Equal tiles (fixed length, not causal): a persistent grid of at
-    /// most one CTA per SM, each walking every `sm_count`-th tile, so the producer loads a tile's
-    /// Q and first keys while the consumers finish the one before. Otherwise one CTA per tile:
-    /// causal tiles and variable-length sequences differ in length, and the hardware hands the
-    /// next tile to whichever SM frees first (a static stride would not balance them).
-    pub const fn grid(&self, equal_tiles: bool, sm_count: u32) -> u32 {
+    /// The launch's 1-D grid: a persistent grid of at most one CTA per SM claiming tiles
+    /// (`schedule::claims`: the next tile goes to whichever CTA frees first, and the producer
+    /// loads a tile's Q and first keys while the consumers finish the one before), or one CTA
+    /// per tile when `persistent` is false.
+    pub const fn grid(&self, persistent: bool, sm_count: u32) -> u32 {
         let (count, sms) = (self.count(), max1(sm_count));
-        if equal_tiles && count > sms { sms } else { count }
+        if persistent && count > sms { sms } else { count }
+    }
+
+    /// The band for tiles of unequal length (causal, variable length): as many pairs as keep
+    /// their K/V (`kv_bytes_per_pair`, at the longest sequence) within a third of the L2, at
+    /// least 1 and at most every pair. Equal tiles keep band 1: sorting them gains nothing.
+    pub const fn band_for(l2_bytes: u64, kv_bytes_per_pair: u64, pairs: u32) -> u32 {
+        let fit = l2_bytes / 3 / if kv_bytes_per_pair == 0 { 1 } else { kv_bytes_per_pair };
+        let fit = if fit > pairs as u64 { pairs as u64 } else { fit };
+        if fit == 0 { 1 } else { fit as u32 }
     }
 
     /// Tile `t` (< [`Self::count`]). `max(1)`: no division by zero on any input (a group or a
     /// tile count of 0 never reaches here from the host).
     pub const fn get(&self, t: u32) -> AttentionTile {
-        let (group, q_tiles) = (max1(self.group), max1(self.q_tiles));
-        let per_head = q_tiles * group;
-        let (x, rest) = (t % per_head, t / per_head);
-        let (kv_head, batch) = (rest % max1(self.heads_kv), rest / max1(self.heads_kv));
-        AttentionTile { tile: q_tiles - 1 - x / group, head: kv_head * group + x % group, kv_head, batch }
+        let (group, q_tiles, heads_kv) = (max1(self.group), max1(self.q_tiles), max1(self.heads_kv));
+        let pairs = heads_kv * max1(self.batch);
+        let band = min(max1(self.band), pairs);
+        let per_band = band * q_tiles * group;
+        let (first_pair, r) = ((t / per_band) * band, t % per_band);
+        // The last band may hold fewer pairs.
+        let level_width = min(band, pairs - first_pair) * group;
+        let (level, x) = (r / level_width, r % level_width);
+        let pair = first_pair + x / group;
+        let (kv_head, batch) = (pair % heads_kv, pair / heads_kv);
+        AttentionTile { tile: q_tiles - 1 - level, head: kv_head * group + x % group, kv_head, batch }
     }
 }
 
@@ -204,45 +221,71 @@ mod tests {
 
     proptest! {
         #[test]
-        fn attention_tiles_cover_every_tile_once_with_a_groups_heads_side_by_side(
-            q_tiles in 1u32..9, group in 1u32..5, heads_kv in 1u32..4, batch in 1u32..4,
+        fn attention_tiles_cover_every_tile_once_longest_first_within_a_band(
+            q_tiles in 1u32..9, group in 1u32..5, heads_kv in 1u32..4, batch in 1u32..4, band in 0u32..14,
         ) {
-            let tiles = AttentionTiles { q_tiles, group, heads_kv, batch };
+            let tiles = AttentionTiles { q_tiles, group, heads_kv, batch, band };
+            let pairs = heads_kv * batch;
+            let width = band.clamp(1, pairs);
             let mut seen = std::collections::BTreeSet::new();
             for t in 0..tiles.count() {
                 let w = tiles.get(t);
                 prop_assert!(w.tile < q_tiles && w.head < group * heads_kv && w.batch < batch);
                 prop_assert_eq!(w.kv_head, w.head / group);
                 prop_assert!(seen.insert((w.tile, w.head, w.batch)), "tile {} repeats {:?}", t, w);
+                // The band is the pair's: the band's pairs are consecutive, kv heads first.
+                let pair = w.batch * heads_kv + w.kv_head;
+                prop_assert_eq!(pair / width, t / (width * q_tiles * group), "tile {} {:?}", t, w);
                 if t % group != 0 {
                     // The next head of the same group on the same query tile and sequence.
                     let before = tiles.get(t - 1);
                     prop_assert_eq!((w.tile, w.kv_head, w.batch, w.head), (before.tile, before.kv_head, before.batch, before.head + 1));
                 }
+                if t > 0 && (t - 1) / (width * q_tiles * group) == t / (width * q_tiles * group) {
+                    // Within a band, query tiles never grow: the longest first.
+                    prop_assert!(tiles.get(t - 1).tile >= w.tile);
+                }
             }
             prop_assert_eq!(seen.len() as u32, q_tiles * group * heads_kv * batch);
-            // Last query tile first: the causal tile with the most key blocks leads.
             prop_assert_eq!(tiles.get(0).tile, q_tiles - 1);
+            // The band of every pair at once ends on the shortest tiles: the last
+            // `pairs · group` tiles are all query tile 0.
+            if band >= pairs {
+                let last = tiles.count() - pairs * group;
+                prop_assert!((last..tiles.count()).all(|t| tiles.get(t).tile == 0));
+            }
         }
 
         #[test]
-        fn a_persistent_grid_only_for_equal_tiles_and_every_tile_walked_once(
-            count in 1u32..2000, sm_count in 1u32..200, equal_tiles: bool,
+        fn band_one_is_a_heads_query_tiles_side_by_side(
+            q_tiles in 1u32..9, group in 1u32..5, heads_kv in 1u32..4, batch in 1u32..4,
         ) {
-            let tiles = AttentionTiles { q_tiles: count, group: 1, heads_kv: 1, batch: 1 };
-            let grid = tiles.grid(equal_tiles, sm_count);
-            prop_assert!(grid >= 1 && grid <= count);
-            prop_assert_eq!(grid, if equal_tiles { count.min(sm_count) } else { count });
-            // CTA c walks c, c + grid, …: every tile exactly once.
-            let mut walked = vec![0u32; count as usize];
-            for c in 0..grid {
-                let mut t = c;
-                while t < count {
-                    walked[t as usize] += 1;
-                    t += grid;
-                }
+            let tiles = AttentionTiles { q_tiles, group, heads_kv, batch, band: 1 };
+            for t in 0..tiles.count() {
+                // Tile t: head group fastest, then the query tiles last first, then the pairs.
+                let (per_pair, w) = (q_tiles * group, tiles.get(t));
+                let (pair, x) = (t / per_pair, t % per_pair);
+                prop_assert_eq!(
+                    (w.tile, w.head, w.batch),
+                    (q_tiles - 1 - x / group, (pair % heads_kv) * group + x % group, pair / heads_kv)
+                );
             }
-            prop_assert!(walked.iter().all(|&n| n == 1));
+        }
+
+        #[test]
+        fn a_persistent_grid_holds_at_most_one_cta_per_sm(count in 1u32..2000, sm_count in 0u32..200, persistent: bool) {
+            let tiles = AttentionTiles { q_tiles: count, group: 1, heads_kv: 1, batch: 1, band: 1 };
+            let grid = tiles.grid(persistent, sm_count);
+            prop_assert!(grid >= 1 && grid <= count);
+            prop_assert_eq!(grid, if persistent { count.min(sm_count.max(1)) } else { count });
+        }
+
+        #[test]
+        fn a_band_fits_a_third_of_the_l2(l2 in 0u64..1 << 30, per_pair in 0u64..1 << 32, pairs in 1u32..100_000) {
+            let band = AttentionTiles::band_for(l2, per_pair, pairs);
+            prop_assert!(band >= 1 && band <= pairs);
+            prop_assert!(band == 1 || band as u64 * per_pair.max(1) <= l2 / 3);
+            prop_assert!(band == pairs || (band as u64 + 1) * per_pair.max(1) > l2 / 3);
         }
     }
 

@@ -8,11 +8,14 @@
 //! - [`swizzled`]: the same round robin over a grouped ("group-M") rasterisation for L2 reuse.
 //! - [`dynamic`]: tiles claimed from an atomic counter (Hopper's stand-in for Blackwell's
 //!   cluster launch control), same rasterisation.
+//! - [`claims`]: the same claims on a counter pair each launch leaves zero (no reset on the
+//!   host between launches).
 //! - [`stream_k`]: stream-K and the data-parallel + stream-K hybrid, which split the K loop
 //!   of some tiles across workers to fill a partial last wave.
 //! - [`grouped`]: which expert a mixture-of-experts tile uses and whether it has rows.
 //! - [`heuristic`]: the [`heuristic::Scheduler`] choice and the function that picks one.
 
+pub mod claims;
 pub mod dynamic;
 pub mod grouped;
 pub mod heuristic;
