@@ -473,8 +473,9 @@ impl Warpforge {
             band: 1,
             reserved: 0,
         };
-        // Unequal tiles (causal, variable length) in bands sorted longest first, as wide as
-        // their K/V fits in L2 (the last tiles claimed are short); equal tiles head by head.
+        // Unequal tiles (causal, variable length) of 8 or more query tiles in bands sorted
+        // longest first, as wide as their K/V fits in L2 (the last tiles claimed are short);
+        // the rest head by head.
         let pairs = params.heads_kv * params.batch;
         let kv_bytes_per_pair = 2 * p.seq_k as u64 * p.head_dim as u64 * std::mem::size_of::<T>() as u64;
         // A persistent grid (head dimensions `persistent` holds for) claims its tiles from this
@@ -484,7 +485,7 @@ impl Warpforge {
         let band = if equal_tiles || !persistent_grid {
             1
         } else {
-            AttentionTiles::band_for(self.l2_bytes(), kv_bytes_per_pair, pairs)
+            AttentionTiles::band_for(self.l2_bytes(), kv_bytes_per_pair, pairs, tiles)
         };
         let mut counter_cache = self.attention_counters().lock()?;
         let (tile_counters, counters_access) = if persistent_grid {
