@@ -5,6 +5,7 @@
 //! That is the point of the crate: a tile scheduler, a swizzle or a descriptor encoding is
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
+#![feature(core_float_math)]
 
 pub mod acc_rows;
 pub mod attention;
