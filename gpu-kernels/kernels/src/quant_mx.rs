@@ -221,9 +221,10 @@ fn nvfp4_values(word: u32, scale: f32) -> Regs8<f32> {
     {
         // Code `j` moved to bits 31..28 (the construction's input): one shift, none for j = 7.
         let top = |j: usize| word << (28 - 4 * j as u32);
-        let up_scale = scale * q::E2M1_UP;
-        if up_scale.abs() < f32::INFINITY {
-            // |scale| < 4 (every block of a tensor whose amax is below 24): one multiply each.
+        if scale.abs() < 4.0 {
+            // `scale · 2^126` finite (every block of a tensor whose amax is below 24; one
+            // compare on |scale|): one multiply each.
+            let up_scale = scale * q::E2M1_UP;
             Regs8::from_fn(|j| q::nvfp4_decode_top_fused(top(j), up_scale))
         } else {
             Regs8::from_fn(|j| q::nvfp4_decode_top(top(j), scale))

@@ -290,10 +290,13 @@ pub fn mx_decode(code: u8, scale_byte: u8) -> f32 {
     mx_scale(scale_byte) * Minifloat::E4m3.decode(code)
 }
 
-/// The value of a UE8M0 scale byte (`0xFF` is NaN).
+/// The value of a UE8M0 scale byte (`0xFF` is NaN, `f32::NAN`'s bits): `2^(byte − 127)`, built
+/// without a branch. The byte is the f32 exponent field; the two edge bytes also set mantissa
+/// bit 22, which makes 0 the subnormal 2^-127 and 0xFF the quiet NaN.
 #[inline(always)]
 pub fn mx_scale(byte: u8) -> f32 {
-    if byte == UE8M0_NAN { f32::NAN } else { exp2i(byte as i32 - 127) }
+    let edge = byte.wrapping_add(1) < 2;
+    f32::from_bits(((byte as u32) << 23) | ((edge as u32) << 22))
 }
 
 /// NVFP4's largest representable product of scale and element: `448 · 6`.

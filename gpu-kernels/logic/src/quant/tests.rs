@@ -451,12 +451,14 @@ fn decode_scales() -> Vec<f32> {
 }
 
 /// Both decode forms are `nvfp4_decode` at every code and nibble position over the scales
-/// (NaN: both NaN); the fused one wherever `scale · 2^126` is finite.
+/// (NaN: both NaN); the fused one wherever `scale · 2^126` is finite, which is `|scale| < 4`.
 #[test]
 fn decode_by_construction_matches_the_decoder() {
     let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
     for scale in decode_scales() {
         let up_scale = scale * E2M1_UP;
+        // The kernel's test for the fused form.
+        assert_eq!(scale.abs() < 4.0, up_scale.abs() < f32::INFINITY, "{scale:e}");
         for code in 0..16u32 {
             let reference = nvfp4_decode(code as u8, scale);
             for j in 0..8 {
@@ -504,4 +506,14 @@ fn encode8_by_inverse_matches_nvfp4_encode() {
         }
     }
     assert!(checked > 10_000_000, "{checked}");
+}
+
+/// The branch-free UE8M0 scale is `2^(byte − 127)` for every byte but 0xFF, which is
+/// `f32::NAN` bit for bit.
+#[test]
+fn mx_scale_of_every_byte() {
+    for byte in 0..=255u8 {
+        let want = if byte == UE8M0_NAN { f32::NAN } else { exp2i(byte as i32 - 127) };
+        assert_eq!(mx_scale(byte).to_bits(), want.to_bits(), "{byte:#x}");
+    }
 }
