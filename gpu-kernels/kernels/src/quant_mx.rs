@@ -195,7 +195,7 @@ fn nvfp4_word(values: &Regs8<f32>, scale: f32) -> u32 {
         let mut word = 0u32;
         if scale > 0.0 && inverse < f32::INFINITY {
             // No NaN reaches the encoder here (a block holding one has the NaN scale), so the
-            // eight-instruction form without the NaN select.
+            // form without the NaN select: nine instructions an element, packing included.
             let v = values;
             word = q::nvfp4_encode8_by_inverse([v.0, v.1, v.2, v.3, v.4, v.5, v.6, v.7], inverse);
         } else {
