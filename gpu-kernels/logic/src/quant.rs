@@ -337,8 +337,44 @@ pub fn nvfp4_block_scale_value(block_amax: f32, global: f32) -> f32 {
 #[inline(always)]
 pub fn div_by_reciprocal(a: f32, b: f32, y: f32) -> f32 {
     let q = a * y;
-    let r = core::f32::math::mul_add(-q, b, a);
-    core::f32::math::mul_add(r, y, q)
+    let r = fma(-q, b, a);
+    fma(r, y, q)
+}
+
+/// `a · b + c` rounded once: the hardware's `fma.rn.f32` on the device, and on the host the
+/// same result in software ([`fma_exact_f64`]; core's fused multiply-add is unstable there).
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        core::f32::math::mul_add(a, b, c)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        fma_exact_f64(a, b, c)
+    }
+}
+
+/// `a · b + c` rounded once to f32, through f64: the product is exact there (48 significant
+/// bits), the sum is rounded to odd (Knuth's two-sum gives its exact error, and a sum that
+/// was rounded and came out even moves one ulp towards the error), and a value rounded to odd
+/// at 53 bits rounds to nearest at 24 exactly as the exact value would (53 ≥ 24 + 2).
+pub fn fma_exact_f64(a: f32, b: f32, c: f32) -> f32 {
+    let (p, c) = (a as f64 * b as f64, c as f64);
+    let s = p + c;
+    if !s.is_finite() {
+        return s as f32;
+    }
+    let back = s - p;
+    let error = (p - (s - back)) + (c - back);
+    let bits = s.to_bits();
+    if error == 0.0 || bits & 1 == 1 {
+        return s as f32;
+    }
+    // Inexact and even: one ulp away from zero when the error has the sum's sign, else
+    // towards it (the sum is not zero: an inexact sum never is).
+    let odd = if (error > 0.0) == (s > 0.0) { bits + 1 } else { bits - 1 };
+    f64::from_bits(odd) as f32
 }
 
 /// `1 / 6` rounded to nearest: the reciprocal of [`nvfp4_block_scale_value_fast`]'s first

@@ -517,3 +517,44 @@ fn mx_scale_of_every_byte() {
         assert_eq!(mx_scale(byte).to_bits(), want.to_bits(), "{byte:#x}");
     }
 }
+
+/// The host's software fused multiply-add against core's (the hardware's rounding) on random
+/// bit patterns, on products that nearly cancel the addend, and on the specials.
+#[test]
+fn software_fma_rounds_once() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials =
+        [0.0f32, -0.0, 1.0, -1.0, f32::MIN_POSITIVE, 1e-45, f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let check = |a: f32, b: f32, c: f32| {
+        let (want, got) = (core::f32::math::mul_add(a, b, c), super::fma_exact_f64(a, b, c));
+        assert!(
+            want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+            "fma({a:e}, {b:e}, {c:e}) = {got:e}, want {want:e}"
+        );
+    };
+    for &a in &specials {
+        for &b in &specials {
+            for &c in &specials {
+                check(a, b, c);
+            }
+        }
+    }
+    for _ in 0..2_000_000 {
+        let r = next();
+        let (a, b) = (f32::from_bits(r as u32), f32::from_bits((r >> 32) as u32));
+        let c = f32::from_bits(next() as u32);
+        check(a, b, c);
+        // Near cancellation: c ≈ −a·b, off by a few ulps either way.
+        let p = a * b;
+        if p.is_finite() {
+            let jitter = (next() % 9) as i32 - 4;
+            check(a, b, -f32::from_bits(p.to_bits().wrapping_add(jitter as u32)));
+        }
+    }
+}
