@@ -7,13 +7,17 @@
 //! a walk over 8-element vectors: an MX block is 4 lanes and an NVFP4 block 2, their amax one
 //! or two butterfly shuffles of magnitude keys (`quant::AmaxKey`). The scale rules are
 //! `logic::quant`'s on every arch (the MX exponent is two integer operations; NVFP4's e4m3
-//! block scale rounds through the hardware conversion, the software encoder's bits). The MX
-//! elements round through the hardware e4m3 conversion. NVFP4's e2m1 elements round through
-//! the hardware conversion on sm_100a (`num::E2m1`, eight to a word) and through
-//! `logic::quant::e2m1_encode` (branch-free, a dozen instructions) on sm_90a, which has none:
-//! the same codes either way (nearest even, saturating to ±6; NaN never reaches the
-//! conversion, a block holding one has the NaN scale and all-zero codes). NVFP4's tensor amax
-//! comes from `quant_tensor::amax_*` in a launch before, read from device memory.
+//! block scale divides by reciprocals, `logic::quant::nvfp4_block_scale_value_fast`, the
+//! reference's byte on every input proved on the CPU, and rounds through the hardware
+//! conversion, the software encoder's bits). The MX elements round through the hardware e4m3
+//! conversion. NVFP4's e2m1 elements round through the hardware conversion on sm_100a
+//! (`num::E2m1`, eight to a word) and through `logic::quant::nvfp4_encode8_by_inverse`
+//! (branch-free, nine instructions an element with the packing) on sm_90a, which has none: the
+//! same codes either way (nearest even, saturating to ±6; NaN never reaches the conversion, a
+//! block holding one has the NaN scale and all-zero codes). NVFP4's tensor amax comes from
+//! `quant_tensor::amax_*` in a launch before, read from device memory. NVFP4 decode on sm_90a
+//! builds each e2m1 value from its code's bits (`logic::quant::e2m1_tiny`, three integer
+//! instructions and a multiply), the reference's value to the bit.
 
 use warpforge_dsl::global::{self, Bf16x8, F32x4, Streaming};
 use warpforge_dsl::kernel;
@@ -106,11 +110,14 @@ pub unsafe fn mxfp8_encode_f16(n: u64, x: *const F16, out: *mut u8, scales: *mut
 
 /// For every 8-element vector index `< n_vec` of this thread's grid-stride share: `load(i)`,
 /// then `store(i, loaded)`, two indices per step with both loads issued before either store
-/// (a store through `out` could alias the next load as far as the compiler knows).
+/// (a store through `out` could alias the next load as far as the compiler knows). 32-bit
+/// indices (`n_vec ≤ 2^31`, from `n ≤ logic::quant::MAX_ELEMENTS`, and fewer than 2^30
+/// threads keep `i + 2 · stride` below 2^32): the 64-bit index arithmetic was a fifth of the
+/// decoders' instructions.
 #[inline(always)]
-fn for_each_index<L>(n_vec: u64, load: impl Fn(u64) -> L, mut store: impl FnMut(u64, L)) {
-    let mut i = global_x() as u64;
-    let stride = grid_stride_x() as u64;
+fn for_each_index<L>(n_vec: u32, load: impl Fn(u32) -> L, mut store: impl FnMut(u32, L)) {
+    let mut i = global_x() as u32;
+    let stride = grid_stride_x() as u32;
     while i + stride < n_vec {
         let (a, b) = (load(i), load(i + stride));
         store(i, a);
@@ -125,23 +132,24 @@ fn for_each_index<L>(n_vec: u64, load: impl Fn(u64) -> L, mut store: impl FnMut(
 /// MXFP8 decode: `out[i] = e4m3(q[i]) · 2^(scales[i/32] − 127)`.
 ///
 /// # Safety
-/// `codes` (8-byte aligned) holds `n` bytes (`n % 32 == 0`), `scales` `n / 32`, both
-/// read-only; `out` (16-byte aligned) `n` elements, disjoint from both.
+/// `codes` (8-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` bytes (`n % 32 == 0`),
+/// `scales` `n / 32`, both read-only; `out` (16-byte aligned) `n` elements, disjoint from both;
+/// fewer than 2^30 threads.
 #[inline(always)]
 unsafe fn mxfp8_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, out: *mut O) {
-    let load = |i: u64| {
+    let load = |i: u32| {
         // SAFETY: i < n / 8: eight code bytes and their block's scale byte.
         unsafe {
-            let bytes = codes.add((i * VEC as u64) as usize).cast::<u64>().read();
-            (bytes, scales.add((i / MX_LANES as u64) as usize).read())
+            let bytes = codes.add(i as usize * VEC as usize).cast::<u64>().read();
+            (bytes, scales.add((i / MX_LANES) as usize).read())
         }
     };
-    for_each_index(n / VEC as u64, load, |i, (bytes, scale_byte)| {
+    for_each_index((n / VEC as u64) as u32, load, |i, (bytes, scale_byte)| {
         let scale = q::mx_scale(scale_byte);
         let (lo, hi) = (E4m3::unpack4(bytes as u32), E4m3::unpack4((bytes >> 32) as u32));
         let v = Regs8(lo.0, lo.1, lo.2, lo.3, hi.0, hi.1, hi.2, hi.3).map(|e| scale * e);
         // SAFETY: i < n / 8: eight outputs.
-        unsafe { O::store8(out.add((i * VEC as u64) as usize), v) };
+        unsafe { O::store8(out.add(i as usize * VEC as usize), v) };
     })
 }
 
@@ -183,8 +191,19 @@ fn nvfp4_word(values: &Regs8<f32>, scale: f32) -> u32 {
     }
     #[cfg(not(warpforge_arch = "sm_100a"))]
     {
+        let inverse = 1.0 / scale;
         let mut word = 0u32;
-        values.for_each(|i, e| word |= (q::nvfp4_encode(e, scale) as u32) << (4 * i));
+        if scale > 0.0 && inverse < f32::INFINITY {
+            // No NaN reaches the encoder here (a block holding one has the NaN scale), so the
+            // form without the NaN select: nine instructions an element, packing included.
+            let v = values;
+            word = q::nvfp4_encode8_by_inverse([v.0, v.1, v.2, v.3, v.4, v.5, v.6, v.7], inverse);
+        } else {
+            // The NaN or zero scale (all +0), or one whose reciprocal overflows (2^-128 and
+            // below, a tensor amax near the f32 subnormals): there `±0 · ∞` is NaN, +0 in the
+            // reference. Rare, and warp-divergent only between blocks.
+            values.for_each(|i, e| word |= (q::nvfp4_encode(e, scale) as u32) << (4 * i));
+        }
         word
     }
 }
@@ -200,15 +219,26 @@ fn nvfp4_values(word: u32, scale: f32) -> Regs8<f32> {
     }
     #[cfg(not(warpforge_arch = "sm_100a"))]
     {
-        Regs8::from_fn(|j| q::nvfp4_decode((word >> (4 * j)) as u8, scale))
+        // Code `j` moved to bits 31..28 (the construction's input): one shift, none for j = 7.
+        let top = |j: usize| word << (28 - 4 * j as u32);
+        if scale.abs() < 4.0 {
+            // `scale · 2^126` finite (every block of a tensor whose amax is below 24; one
+            // compare on |scale|): one multiply each.
+            let up_scale = scale * q::E2M1_UP;
+            Regs8::from_fn(|j| q::nvfp4_decode_top_fused(top(j), up_scale))
+        } else {
+            Regs8::from_fn(|j| q::nvfp4_decode_top(top(j), scale))
+        }
     }
 }
 
-/// `logic::quant::nvfp4_block_scale` with the e4m3 rounding in hardware: one `cvt.rn.satfinite`
-/// (the software encoder's bits on every non-NaN input; the value is never NaN).
+/// `logic::quant::nvfp4_block_scale` with the divisions by reciprocal
+/// (`logic::quant::nvfp4_block_scale_value_fast`, the same byte on every input a bf16 or f16
+/// tensor gives) and the e4m3 rounding in hardware: one `cvt.rn.satfinite` (the software
+/// encoder's bits on every non-NaN input; the value is never NaN).
 #[inline(always)]
-fn nvfp4_block_scale(block_amax: f32, global: f32, has_nan: bool) -> u8 {
-    if has_nan { 0x7f } else { E4m3::from_f32(q::nvfp4_block_scale_value(block_amax, global)).0 }
+fn nvfp4_block_scale(block_amax: f32, divisor: q::Nvfp4Divisor, has_nan: bool) -> u8 {
+    if has_nan { 0x7f } else { E4m3::from_f32(q::nvfp4_block_scale_value_fast(block_amax, divisor)).0 }
 }
 
 /// NVFP4 encode of `n` elements (`n % 16 == 0`) under the tensor amax `*amax` (f32 bits, from
@@ -230,6 +260,7 @@ unsafe fn nvfp4_encode<T: Input16>(
 ) {
     // SAFETY: one readable word, not written during the launch.
     let global = q::nvfp4_global_scale(f32::from_bits(unsafe { amax.read() }));
+    let divisor = q::Nvfp4Divisor::new(global);
     if global_x() == 0 {
         // SAFETY: one writable f32, this thread's only.
         unsafe { global_out.write(global) };
@@ -242,7 +273,7 @@ unsafe fn nvfp4_encode<T: Input16>(
             let nan = has_nan::<T>(raw) as u32;
             let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
             let amax = AmaxKey::of::<T>(raw).across_lanes::<NVFP4_LANES>().amax::<T>();
-            let byte = nvfp4_block_scale(amax, global, nan != 0);
+            let byte = nvfp4_block_scale(amax, divisor, nan != 0);
             let scale = E4m3(byte).to_f32() * global;
             if in_range {
                 out.add(v as usize * VEC as usize / 2).cast::<u32>().write(nvfp4_word(&T::widen(raw), scale));
@@ -292,24 +323,27 @@ pub unsafe fn nvfp4_encode_f16(
 /// NVFP4 decode: `out[i] = e2m1(q[i]) · (e4m3(scales[i/16]) · *global)`.
 ///
 /// # Safety
-/// `codes` (4-byte aligned) holds `n / 2` bytes (`n % 16 == 0`), `scales` `n / 16`, `global`
-/// one f32, all read-only; `out` (16-byte aligned) `n` elements, disjoint from them.
+/// `codes` (4-byte aligned) holds `n / 2` bytes (`n % 16 == 0`, `n ≤
+/// logic::quant::MAX_ELEMENTS`), `scales` `n / 16`, `global` one f32, all read-only; `out`
+/// (16-byte aligned) `n` elements, disjoint from them; fewer than 2^30 threads.
 #[inline(always)]
 unsafe fn nvfp4_decode<O: Output8>(n: u64, codes: *const u8, scales: *const u8, global: *const f32, out: *mut O) {
     // SAFETY: one readable f32.
     let global = unsafe { global.read() };
-    let load = |i: u64| {
+    let load = |i: u32| {
         // SAFETY: i < n / 8: four code bytes and their block's scale byte.
         unsafe {
-            let word = codes.add((i * VEC as u64 / 2) as usize).cast::<u32>().read();
-            (word, scales.add((i / NVFP4_LANES as u64) as usize).read())
+            let word = codes.add(i as usize * VEC as usize / 2).cast::<u32>().read();
+            (word, scales.add((i / NVFP4_LANES) as usize).read())
         }
     };
-    for_each_index(n / VEC as u64, load, |i, (word, scale_byte)| {
-        let scale = q::nvfp4_scale(scale_byte, global);
+    for_each_index((n / VEC as u64) as u32, load, |i, (word, scale_byte)| {
+        // `logic::quant::nvfp4_scale` with the e4m3 decode in hardware (exact through f16; the
+        // NaN byte NaN): two conversions instead of a branchy software decode.
+        let scale = E4m3(scale_byte).to_f32() * global;
         let v = nvfp4_values(word, scale);
         // SAFETY: i < n / 8: eight outputs.
-        unsafe { O::store8(out.add((i * VEC as u64) as usize), v) };
+        unsafe { O::store8(out.add(i as usize * VEC as usize), v) };
     })
 }
 

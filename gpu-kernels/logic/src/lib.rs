@@ -5,6 +5,10 @@
 //! That is the point of the crate: a tile scheduler, a swizzle or a descriptor encoding is
 //! property-tested on the host and the kernels run exactly the code that was tested.
 #![no_std]
+// The fused multiply-add of `quant::fma`: core's, unstable, on the device (whose build is
+// nightly) and in the tests (which compare the host's exact software fma with it); a stable
+// host build, a service embedding the shipped PTX, takes the software one.
+#![cfg_attr(any(target_arch = "nvptx64", test), feature(core_float_math))]
 
 pub mod acc_rows;
 pub mod attention;

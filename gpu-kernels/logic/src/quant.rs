@@ -1,8 +1,10 @@
 //! Quantisation math shared by the quantising kernels and their host references: scale
 //! selection, UE8M0 rounding, software e4m3/e5m2/e2m1 encode and decode, and the scale layouts.
 //!
-//! Every function is plain f32/integer arithmetic with one IEEE rounding per operation (no fused
-//! multiply-add, no approximate division), so the kernel and the CPU produce the same bits.
+//! Every function is plain f32/integer arithmetic with one IEEE rounding per operation (no
+//! approximate division; the one fused multiply-add, in [`div_by_reciprocal`], is IEEE's
+//! `fusedMultiplyAdd`, `fma.rn.f32` on the device and a correctly rounded `fmaf` on the host), so
+//! the kernel and the CPU produce the same bits.
 //!
 //! **Rounding and specials, every encoder:** round to nearest, ties to even, saturating to the
 //! largest finite value (`satfinite`): a finite value beyond the format's range and ±∞ encode as
@@ -288,10 +290,13 @@ pub fn mx_decode(code: u8, scale_byte: u8) -> f32 {
     mx_scale(scale_byte) * Minifloat::E4m3.decode(code)
 }
 
-/// The value of a UE8M0 scale byte (`0xFF` is NaN).
+/// The value of a UE8M0 scale byte (`0xFF` is NaN, `f32::NAN`'s bits): `2^(byte − 127)`, built
+/// without a branch. The byte is the f32 exponent field; the two edge bytes also set mantissa
+/// bit 22, which makes 0 the subnormal 2^-127 and 0xFF the quiet NaN.
 #[inline(always)]
 pub fn mx_scale(byte: u8) -> f32 {
-    if byte == UE8M0_NAN { f32::NAN } else { exp2i(byte as i32 - 127) }
+    let edge = byte.wrapping_add(1) < 2;
+    f32::from_bits(((byte as u32) << 23) | ((edge as u32) << 22))
 }
 
 /// NVFP4's largest representable product of scale and element: `448 · 6`.
@@ -323,6 +328,100 @@ pub fn nvfp4_block_scale_value(block_amax: f32, global: f32) -> f32 {
     block_amax / Minifloat::E2m1.max() / global
 }
 
+/// `a / b` correctly rounded, given `y = 1 / b` correctly rounded, in three instructions
+/// instead of a division's dozen (Markstein's correction: `q = a·y` is within an ulp of the
+/// quotient, the remainder `a − q·b` is exact in one fused multiply-add, and `q + r·y` rounds
+/// to the quotient). Not a theorem for every `a` and `b`: the callers use it where a test
+/// compares it with `a / b` over every input that can reach it (`tests.rs`), and the
+/// remainder is meaningless once `q` overflows (the result is then NaN).
+#[inline(always)]
+pub fn div_by_reciprocal(a: f32, b: f32, y: f32) -> f32 {
+    let q = a * y;
+    let r = fma(-q, b, a);
+    fma(r, y, q)
+}
+
+/// `a · b + c` rounded once: the hardware's `fma.rn.f32` on the device, and on the host the
+/// same result in software ([`fma_exact_f64`]; core's fused multiply-add is unstable there).
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        core::f32::math::mul_add(a, b, c)
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        fma_exact_f64(a, b, c)
+    }
+}
+
+/// `a · b + c` rounded once to f32, through f64: the product is exact there (48 significant
+/// bits), the sum is rounded to odd (Knuth's two-sum gives its exact error, and a sum that
+/// was rounded and came out even moves one ulp towards the error), and a value rounded to odd
+/// at 53 bits rounds to nearest at 24 exactly as the exact value would (53 ≥ 24 + 2).
+pub fn fma_exact_f64(a: f32, b: f32, c: f32) -> f32 {
+    let (p, c) = (a as f64 * b as f64, c as f64);
+    let s = p + c;
+    if !s.is_finite() {
+        return s as f32;
+    }
+    let back = s - p;
+    let error = (p - (s - back)) + (c - back);
+    let bits = s.to_bits();
+    if error == 0.0 || bits & 1 == 1 {
+        return s as f32;
+    }
+    // Inexact and even: one ulp away from zero when the error has the sum's sign, else
+    // towards it (the sum is not zero: an inexact sum never is).
+    let odd = if (error > 0.0) == (s > 0.0) { bits + 1 } else { bits - 1 };
+    f64::from_bits(odd) as f32
+}
+
+/// `1 / 6` rounded to nearest: the reciprocal of [`nvfp4_block_scale_value_fast`]'s first
+/// division.
+pub const INV_E2M1_MAX: f32 = 1.0 / Minifloat::E2m1.max();
+
+/// A tensor's NVFP4 global scale prepared for [`nvfp4_block_scale_value_fast`], once per
+/// tensor: the scale times the power of two `up` that brings it into [1, 2), and the
+/// reciprocal of that, rounded. Scaling both sides of the division by `up` leaves the quotient
+/// alone and keeps the dividend far from the subnormals, where the Markstein remainder stops
+/// being exact (a block amax of a tiny tensor, `global` clamped at 2^-126, would otherwise be
+/// one).
+#[derive(Clone, Copy, Debug)]
+pub struct Nvfp4Divisor {
+    /// `2^k` with `global · 2^k` in [1, 2).
+    pub up: f32,
+    /// `global · up`, exactly.
+    pub scaled: f32,
+    /// `1 / scaled`, rounded.
+    pub inverse: f32,
+}
+
+impl Nvfp4Divisor {
+    /// The divisor of `global`, an [`nvfp4_global_scale`] result (a positive normal f32 below
+    /// 2^117).
+    #[inline(always)]
+    pub fn new(global: f32) -> Self {
+        let up = exp2i(127 - (global.to_bits() >> 23) as i32);
+        let scaled = global * up;
+        Nvfp4Divisor { up, scaled, inverse: 1.0 / scaled }
+    }
+}
+
+/// [`nvfp4_block_scale_value`] in the form the kernels run: both divisions as
+/// [`div_by_reciprocal`] (six instructions and a multiply by `up` instead of two IEEE
+/// divisions), never NaN. Rounded to e4m3 it gives the reference's byte on every block amax
+/// and global scale of a bf16 or f16 tensor, and the reference's f32 itself wherever that is
+/// in [2^-100, 2^100] (`tests.rs` checks every pair). Below, both are far under e4m3's
+/// smallest step and round to 0; above, both saturate to 448 (a block amax above the tensor's,
+/// which the kernels never see, can make the dividend +∞ and the remainder NaN: the `min`
+/// turns that into `f32::MAX`).
+#[inline(always)]
+pub fn nvfp4_block_scale_value_fast(block_amax: f32, divisor: Nvfp4Divisor) -> f32 {
+    let v = div_by_reciprocal(block_amax, Minifloat::E2m1.max(), INV_E2M1_MAX) * divisor.up;
+    div_by_reciprocal(v, divisor.scaled, divisor.inverse).min(f32::MAX)
+}
+
 /// The effective scale of an NVFP4 block: `e4m3(byte) · global`.
 #[inline(always)]
 pub fn nvfp4_scale(scale_byte: u8, global: f32) -> f32 {
@@ -337,35 +436,87 @@ pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
     if scale > 0.0 { e2m1_encode(x * (1.0 / scale)) } else { 0 }
 }
 
-/// `1.5 · 2^23`: adding it to a non-negative `v < 2^22` rounds `v` to the nearest integer, ties
-/// to even, in the sum's low mantissa bits (its ulp is 1 and it is even).
-const ROUND_TO_INTEGER: f32 = 12_582_912.0;
+/// [`nvfp4_encode`] of eight non-NaN elements, packed (element `i` in nibble `i`), given
+/// `inverse = 1 / scale` (rounded), when `scale > 0` and `inverse` is finite: then no `x ·
+/// inverse` is NaN and [`e2m1_magnitude_sum`] needs no NaN select. (A scale so small that its
+/// reciprocal overflows makes `±0 · ∞` a NaN, which the reference encodes as +0: take
+/// [`nvfp4_encode`] there.) Each element enters at the top of the word by two funnel shifts,
+/// its three magnitude bits straight from the sum's low bits and then its sign, so nothing is
+/// masked or shifted into place: three instructions an element besides the encoder's.
+#[inline(always)]
+pub fn nvfp4_encode8_by_inverse(values: [f32; 8], inverse: f32) -> u32 {
+    let mut word = 0u32;
+    for x in values {
+        let x = x * inverse;
+        word = (word >> 3) | (e2m1_magnitude_sum(x) << 29);
+        word = (word >> 1) | (x.to_bits() & 0x8000_0000);
+    }
+    word
+}
 
-/// [`Minifloat::E2m1`]`.encode(x)` in the form the kernels run, a dozen instructions without
-/// branches: the e2m1 magnitudes are evenly spaced within three ranges (0.5 apart below 2,
-/// 1 apart in [2, 4), 2 apart from 4), so scaling `|x|` by the inverse spacing (exact: a power
-/// of two) and rounding to the nearest even integer gives the code less the range's first
-/// code, with ties going to the even code as RNE wants; saturated at 7 (±6). The same codes:
-/// NaN to +0, ±∞ and anything past 5 to ±6.
+/// [`Minifloat::E2m1`]`.encode(x)` for the host and where a NaN can arrive:
+/// [`e2m1_encode_not_nan`] with NaN selected to +0.
 #[inline(always)]
 pub fn e2m1_encode(x: f32) -> u8 {
-    let a = f32::from_bits(x.to_bits() & 0x7fff_ffff);
-    let sign = ((x.to_bits() >> 31) as u8) << 3;
-    let (per_step, first_code) = if a < 2.0 {
-        (2.0, 0)
-    } else if a < 4.0 {
-        (1.0, 2)
-    } else {
-        (0.5, 4)
-    };
-    // The product is exact and below 2^22 unless `a` is past saturation anyway (the sum then
-    // only grows: f32 bits order like non-negative values).
-    let rounded = a * per_step + ROUND_TO_INTEGER;
-    // (A NaN compares false everywhere and lands in the last range, its sum a NaN with large
-    // bits: selected away at the end rather than branched around.)
-    let code = rounded.to_bits().wrapping_sub(ROUND_TO_INTEGER.to_bits()).wrapping_add(first_code);
-    let code = (if code > 7 { 7 } else { code }) as u8 | sign;
-    if a.is_nan() { 0 } else { code }
+    if x.is_nan() { 0 } else { e2m1_encode_not_nan(x) as u8 }
+}
+
+/// [`Minifloat::E2m1`]`.encode(x)` for any `x` but NaN (whose code it leaves unspecified):
+/// [`e2m1_magnitude_sum`]'s three bits and the sign.
+#[inline(always)]
+pub fn e2m1_encode_not_nan(x: f32) -> u32 {
+    (e2m1_magnitude_sum(x) & 7) | (x.to_bits() >> 28 & 8)
+}
+
+/// The e2m1 magnitude code of a non-NaN `x` in the low three bits (bit 3 clear, the bits above
+/// unspecified), in the form the sm_90a kernels run: six instructions without branches. The
+/// e2m1 magnitudes are evenly spaced within three ranges, 0.5 apart below 2, 1 apart in [2, 4)
+/// and 2 apart in [4, 6], so `|x|`, saturated to 6 first (everything past 5 encodes as 6),
+/// plus a magic number `M` whose ulp is the range's spacing rounds to the nearest multiple of
+/// the spacing, ties to even, in a single rounding: the sum is `M + k` ulps with `k = RNE(|x| /
+/// spacing)`. The range comes from the exponent field of `max(|x|, 1)` (127, 128 or 129), and
+/// `M = 1.5 · 2^(22 + j) + 2j` ulps for range `j` is linear in it (one multiply-add on the
+/// field). The `2j` low bits are the range's first code less its first `k` (2 in the upper
+/// ranges), even, so they neither move the tie-breaking nor carry (`2j + k ≤ 7`): the code is
+/// the sum's low three bits.
+#[inline(always)]
+pub fn e2m1_magnitude_sum(x: f32) -> u32 {
+    let a = f32::from_bits(x.to_bits() & 0x7fff_ffff).min(Minifloat::E2m1.max());
+    let field = a.max(1.0).to_bits() >> 23;
+    // (field + 22) << 23 | 1 << 22 | 2 · (field − 127): 1.5 · 2^(field − 105) + 2 · (field − 127)
+    // ulps, the sum's binade [2^(field − 105), 2^(field − 104)) having ulp 2^(field − 128).
+    let magic = f32::from_bits(field * ((1 << 23) + 2) + ((22 << 23) | (1 << 22)) - 254);
+    (a + magic).to_bits()
+}
+
+/// `e2m1 · 2^-126` of the code in bits 31..28 of `top` (the rest ignored), exactly, in three
+/// integer instructions: the magnitude bits land in f32 bits 24..22 and the sign in bit 31
+/// (one arithmetic shift, which copies the sign over the bits between, and one mask). Read as
+/// an f32 the magnitude field `m` is `m · 2^-127` for `m < 2` (subnormal, so code 1 is 0.5 ·
+/// 2^-126) and `(1 + (m & 1) / 2) · 2^(m/2 − 126)` above: e2m1's own rule, a factor 2^126 down.
+#[inline(always)]
+pub fn e2m1_tiny(top: u32) -> f32 {
+    f32::from_bits(((top as i32 >> 6) as u32) & 0x81c0_0000)
+}
+
+/// 2^126: [`e2m1_tiny`] times this is the e2m1 value, exactly.
+pub const E2M1_UP: f32 = exp2i(126);
+
+/// [`nvfp4_decode`] of the code in bits 31..28 of `top`: the e2m1 value built by
+/// [`e2m1_tiny`] (brought up exactly: no flush of the subnormal) times `scale`, the one
+/// rounding of the reference. Two multiplies; [`nvfp4_decode_top_fused`] saves one.
+#[inline(always)]
+pub fn nvfp4_decode_top(top: u32, scale: f32) -> f32 {
+    e2m1_tiny(top) * E2M1_UP * scale
+}
+
+/// [`nvfp4_decode`] of the code in bits 31..28 of `top` given `up_scale = scale · 2^126`, when
+/// that is finite (`|scale| < 4`): `e2m1 · 2^-126 · scale · 2^126` is the same real product
+/// as the reference's, rounded once by one multiply. (Past 4 the prescaled scale overflows:
+/// [`nvfp4_decode_top`].)
+#[inline(always)]
+pub fn nvfp4_decode_top_fused(top: u32, up_scale: f32) -> f32 {
+    e2m1_tiny(top) * up_scale
 }
 
 /// An NVFP4 element's value: `e2m1(code) · scale`.

@@ -2,6 +2,7 @@
 //! crate (a port of `cuda_fp8.hpp`'s satfinite conversion), e2m1 against its 16-value table, and
 //! the scale rules on outliers, zeros, NaN, ±∞ and subnormal results.
 
+use std::vec;
 use std::vec::Vec;
 
 use float8::{F8E4M3, F8E5M2};
@@ -62,6 +63,7 @@ fn e2m1_encode_matches_the_table_around_every_midpoint() {
         for b in bits - 4096..=bits + 4096 {
             for x in [f32::from_bits(b), -f32::from_bits(b)] {
                 assert_eq!(e2m1_encode(x), reference_e2m1(x), "{x:e} bits {:#x}", x.to_bits());
+                assert_eq!(e2m1_encode_not_nan(x), reference_e2m1(x) as u32, "{x:e} bits {:#x}", x.to_bits());
             }
         }
     }
@@ -78,6 +80,9 @@ fn fp8_encode_matches_float8_on_a_sweep_of_f32_bit_patterns() {
         }
         let x = f32::from_bits(bits);
         assert_eq!(e2m1_encode(x), Minifloat::E2m1.encode(x), "{x:e}");
+        if !x.is_nan() {
+            assert_eq!(e2m1_encode_not_nan(x), e2m1_encode(x) as u32, "{x:e}");
+        }
     }
 }
 
@@ -300,6 +305,256 @@ proptest! {
             let back = nvfp4_decode(nvfp4_encode(x, scale), scale);
             prop_assert!(((back - x).abs() as f64) <= block_amax as f64 * 0.25 + global as f64 * 6.0 * exp2i(-9) as f64,
                 "x {x} back {back} amax {block_amax} global {global}");
+        }
+    }
+}
+
+/// Every non-negative finite value of a 16-bit format (bits below `nonfinite`), widened.
+fn non_negative_finite(nonfinite: u16, widen: Widen) -> Vec<f32> {
+    (0..nonfinite).map(widen).collect()
+}
+
+/// The fast block scale against the two divisions for one block amax under `global`: never
+/// NaN, the same e4m3 byte, and the same bits wherever the reference is in [2^-100, 2^100].
+fn check_block_scale(block_amax: f32, global: f32, divisor: Nvfp4Divisor) {
+    let fast = nvfp4_block_scale_value_fast(block_amax, divisor);
+    let reference = nvfp4_block_scale_value(block_amax, global);
+    let in_range = (exp2i(-100)..=exp2i(100)).contains(&reference);
+    let same = if in_range {
+        fast.to_bits() == reference.to_bits()
+    } else {
+        !fast.is_nan() && Minifloat::E4m3.encode(fast) == Minifloat::E4m3.encode(reference)
+    };
+    assert!(same, "block amax {block_amax:e} global {global:e}: {fast:e}, reference {reference:e}");
+}
+
+/// `x / 6` through the reciprocal is `x / 6` at every non-negative finite bf16 and f16.
+#[test]
+fn division_by_six_through_the_reciprocal_is_exact_on_every_16_bit_value() {
+    for (nonfinite, widen) in HALF_FORMATS {
+        for x in non_negative_finite(nonfinite, widen) {
+            let fast = div_by_reciprocal(x, 6.0, INV_E2M1_MAX);
+            assert_eq!(fast.to_bits(), (x / 6.0).to_bits(), "{x:e}");
+        }
+    }
+}
+
+/// The fast block scale on every block amax under the tightest tensor amax (the block's own)
+/// and on four million seeded random pairs of 16-bit block and tensor amaxes, either format.
+#[test]
+fn fast_block_scale_matches_the_divisions_on_sampled_pairs() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for (nonfinite, widen) in HALF_FORMATS {
+        let values = non_negative_finite(nonfinite, widen);
+        for &x in &values {
+            let global = nvfp4_global_scale(x);
+            check_block_scale(x, global, Nvfp4Divisor::new(global));
+        }
+        for _ in 0..2_000_000 {
+            let r = next();
+            let (block_amax, amax) = (values[(r as usize) % values.len()], values[(r >> 32) as usize % values.len()]);
+            let global = nvfp4_global_scale(amax);
+            check_block_scale(block_amax, global, Nvfp4Divisor::new(global));
+        }
+    }
+}
+
+/// The fast block scale on every pair of non-negative finite block amax and tensor amax of
+/// bf16 and of f16 (2 · 2^30 pairs: run once with `cargo test --release -- --ignored`).
+#[test]
+#[ignore = "exhaustive, about 2 · 10^9 pairs: run in release"]
+fn fast_block_scale_matches_the_divisions_on_every_16_bit_pair() {
+    for (nonfinite, widen) in HALF_FORMATS {
+        let values = non_negative_finite(nonfinite, widen);
+        let half = values.len() / 2;
+        std::thread::scope(|s| {
+            for part in [&values[..half], &values[half..]] {
+                let values = &values;
+                s.spawn(move || {
+                    for &amax in part {
+                        let global = nvfp4_global_scale(amax);
+                        let divisor = Nvfp4Divisor::new(global);
+                        for &block_amax in values {
+                            check_block_scale(block_amax, global, divisor);
+                        }
+                    }
+                });
+            }
+        });
+    }
+}
+
+/// The non-NaN e2m1 encoder against the table on every f32 bit pattern but the NaNs (2^32:
+/// run once with `cargo test --release -- --ignored`).
+#[test]
+#[ignore = "exhaustive, 2^32 patterns: run in release"]
+fn e2m1_encode_matches_the_table_on_every_f32() {
+    std::thread::scope(|s| {
+        for half in [0u32, 1] {
+            s.spawn(move || {
+                for low in 0..=u32::MAX >> 1 {
+                    let x = f32::from_bits(half << 31 | low);
+                    if !x.is_nan() {
+                        assert_eq!(e2m1_encode_not_nan(x), reference_e2m1(x) as u32, "{x:e} bits {:#x}", x.to_bits());
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// The constructed e2m1 value of every code is the decoder's, bit for bit (±0 included).
+#[test]
+fn e2m1_tiny_is_every_code_scaled_down() {
+    for code in 0..16u32 {
+        let built = e2m1_tiny((code << 28) | (0x0fff_ffff * (code & 1))) * E2M1_UP;
+        assert_eq!(built.to_bits(), Minifloat::E2m1.decode(code as u8).to_bits(), "code {code:#x}");
+    }
+}
+
+/// Scales for the decode tests: specials, subnormals, the fused form's limit 4 and its
+/// neighbours, every e4m3 value times a few globals, and a stride through all f32 patterns.
+fn decode_scales() -> Vec<f32> {
+    let mut scales = vec![
+        0.0,
+        -0.0,
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN_POSITIVE,
+        f32::from_bits(1),
+        f32::from_bits(0x0040_0001),
+        exp2i(-127),
+        exp2i(-149),
+        4.0,
+        -4.0,
+        f32::from_bits(4.0f32.to_bits() - 1),
+        f32::from_bits(4.0f32.to_bits() + 1),
+        exp2i(127),
+        1.0 / 3.0,
+    ];
+    for byte in 0..=255u8 {
+        for global in [1.0, f32::MIN_POSITIVE, 1.0 / 2688.0, 3.7e-3, 1e30] {
+            scales.push(nvfp4_scale(byte, global));
+        }
+    }
+    scales.extend((0..=u32::MAX).step_by(1021).map(f32::from_bits));
+    scales
+}
+
+/// Both decode forms are `nvfp4_decode` at every code and nibble position over the scales
+/// (NaN: both NaN); the fused one wherever `scale · 2^126` is finite, which is `|scale| < 4`.
+#[test]
+fn decode_by_construction_matches_the_decoder() {
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    for scale in decode_scales() {
+        let up_scale = scale * E2M1_UP;
+        // The kernel's test for the fused form.
+        assert_eq!(scale.abs() < 4.0, up_scale.abs() < f32::INFINITY, "{scale:e}");
+        for code in 0..16u32 {
+            let reference = nvfp4_decode(code as u8, scale);
+            for j in 0..8 {
+                let word = (code << (4 * j)) | (0x9696_9696 & !(0xf << (4 * j)));
+                let top = word << (28 - 4 * j);
+                assert!(same(nvfp4_decode_top(top, scale), reference), "code {code} scale {scale:e}");
+                if up_scale.abs() < f32::INFINITY {
+                    assert!(same(nvfp4_decode_top_fused(top, up_scale), reference), "code {code} scale {scale:e}");
+                }
+            }
+        }
+    }
+}
+
+/// The packed fast form is `nvfp4_encode` of each element (and the generic encoder of each
+/// product) on every seventh bf16 and f16 bit pattern but the NaNs, in every nibble position,
+/// under every effective scale it applies to among every e4m3 byte times a range of global
+/// scales (the smallest included, where the reciprocal of the smallest scales overflows and the
+/// reference path is taken instead).
+#[test]
+fn encode8_by_inverse_matches_nvfp4_encode() {
+    let mut checked = 0u64;
+    for byte in 0..=255u8 {
+        for global in [f32::MIN_POSITIVE, 3.0 * f32::MIN_POSITIVE, exp2i(-100), 1.0 / 2688.0, 0.37, 1.0, 1e20, 1e34] {
+            let scale = nvfp4_scale(byte, global);
+            let inverse = 1.0 / scale;
+            if !(scale > 0.0 && inverse < f32::INFINITY) {
+                continue;
+            }
+            for (_, widen) in HALF_FORMATS {
+                let values: Vec<f32> = (0..=u16::MAX).step_by(7).map(widen).filter(|x| !x.is_nan()).collect();
+                for (n, chunk) in values.chunks_exact(8).enumerate() {
+                    // Rotate so every value visits every nibble.
+                    let mut v: [f32; 8] = chunk.try_into().unwrap();
+                    v.rotate_left(n % 8);
+                    let word = nvfp4_encode8_by_inverse(v, inverse);
+                    for (i, &x) in v.iter().enumerate() {
+                        let code = (word >> (4 * i)) & 0xf;
+                        assert_eq!(code, nvfp4_encode(x, scale) as u32, "{x:e} scale {scale:e}");
+                        assert_eq!(code, Minifloat::E2m1.encode(x * inverse) as u32, "{x:e} scale {scale:e}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000_000, "{checked}");
+}
+
+/// The branch-free UE8M0 scale is `2^(byte − 127)` for every byte but 0xFF, which is
+/// `f32::NAN` bit for bit.
+#[test]
+fn mx_scale_of_every_byte() {
+    for byte in 0..=255u8 {
+        let want = if byte == UE8M0_NAN { f32::NAN } else { exp2i(byte as i32 - 127) };
+        assert_eq!(mx_scale(byte).to_bits(), want.to_bits(), "{byte:#x}");
+    }
+}
+
+/// The host's software fused multiply-add against core's (the hardware's rounding) on random
+/// bit patterns, on products that nearly cancel the addend, and on the specials.
+#[test]
+fn software_fma_rounds_once() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let specials =
+        [0.0f32, -0.0, 1.0, -1.0, f32::MIN_POSITIVE, 1e-45, f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
+    let check = |a: f32, b: f32, c: f32| {
+        let (want, got) = (core::f32::math::mul_add(a, b, c), super::fma_exact_f64(a, b, c));
+        assert!(
+            want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+            "fma({a:e}, {b:e}, {c:e}) = {got:e}, want {want:e}"
+        );
+    };
+    for &a in &specials {
+        for &b in &specials {
+            for &c in &specials {
+                check(a, b, c);
+            }
+        }
+    }
+    for _ in 0..2_000_000 {
+        let r = next();
+        let (a, b) = (f32::from_bits(r as u32), f32::from_bits((r >> 32) as u32));
+        let c = f32::from_bits(next() as u32);
+        check(a, b, c);
+        // Near cancellation: c ≈ −a·b, off by a few ulps either way.
+        let p = a * b;
+        if p.is_finite() {
+            let jitter = (next() % 9) as i32 - 4;
+            check(a, b, -f32::from_bits(p.to_bits().wrapping_add(jitter as u32)));
         }
     }
 }
