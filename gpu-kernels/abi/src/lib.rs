@@ -179,9 +179,11 @@ pub mod attention_sm90 {
         if head_dim <= 128 { WIDE_BLOCK_N } else { NARROW_BLOCK_N }
     }
 
-    /// K/V ring depth for head dimension `head_dim`. A stage holds a block's K and V, and V is
-    /// read one step after K (the next block's `Q·Kᵀ` is issued before this block's `P·V`), so
-    /// two stages let the producer run only one block ahead of the wait: four at d = 64
+    /// Depth of the K ring and of the V ring for head dimension `head_dim` (stage `i` of each
+    /// holds key block `i`'s K or V; K goes back once its `Q·Kᵀ` has landed, V once its `P·V`
+    /// has, a step later, so the next K loads while a block's softmax and `P·V` run; with one
+    /// ring of K and V stages, two stages let the producer run only one block ahead of the wait,
+    /// and at d = 256 a third of the stall samples waited for a stage): four at d = 64
     /// (144 KiB with Q), three at d = 128 (224 KiB, just inside Hopper's 227 KiB), and two at
     /// d = 256, all that fits (Q 64 KiB + 2 × 80 KiB of 80-key K and V = 224 KiB).
     pub const fn stages(head_dim: u32) -> u32 {
@@ -265,6 +267,7 @@ pub mod attention_sm90 {
             .ring::<QBox>(chunks)
             .ring::<Kv>(stages * chunks)
             .ring::<Kv>(stages * chunks)
+            .pipeline(stages)
             .pipeline(stages)
             .mbarriers(2)
             .region(4, 4)

@@ -34,12 +34,13 @@
 //!
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread loads each tile's Q (its own full and free
-//!   barriers) and then the K and V boxes of every key block into a ring
-//!   ([`parts::mainloop::produce`]), registers lowered to 40;
+//!   barriers) and then the K and V boxes of every key block into a K ring and a V ring walked
+//!   in step ([`parts::mainloop::produce_pair`]), registers lowered to 40;
 //! - warpgroups 1 and 2, consumers (registers raised to 232, also at d = 256, where O alone is
 //!   128, the 80-key scores 40 and their P 20): as above; every consumer thread
-//!   releases every ring stage once after its wait for the wgmmas reading it (the ring counts
-//!   256 arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
+//!   releases every stage of both rings once after its wait for the wgmmas reading it, K
+//!   after the block's `Q·Kᵀ` and V after its `P·V` a step later (each ring counts 256
+//!   arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
 //!
 //! Layout: Q, K, V and O are strided (head_dim, heads, rows, sequences) tensors, head_dim
 //! contiguous (packed `[batch, seq, heads, head_dim]`, torch's `[batch, heads, seq, head_dim]`,
@@ -50,8 +51,8 @@
 //! sequence (zero fill at fixed length; the next sequence's rows or zero fill at variable
 //! length); those keys are masked, so their P is 0.
 //!
-//! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and a ring of (K, V) stages of
-//! `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 at d = 128 (224 KiB), 2
+//! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and the K and V rings, stages
+//! of `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 at d = 128 (224 KiB), 2
 //! of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring
 //! depth, register split per head dimension) is `abi::attention_sm90`; the entries instantiate
 //! one generic body with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
@@ -70,7 +71,7 @@ use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
-use warpforge_dsl::parts::mainloop::produce;
+use warpforge_dsl::parts::mainloop::produce_pair;
 use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
@@ -100,11 +101,12 @@ type QChunk<T> = SmemTile<T, Q_ROWS, CHUNK, Swizzle128B>;
 /// A K or V box: `BN` keys × 64 head columns. // (BN, CHUNK)
 type KvChunk<T, const BN: usize> = SmemTile<T, BN, CHUNK, Swizzle128B>;
 
-/// What one ring stage receives: the K and V boxes of a `BN`-key block, `DC` head chunks each.
+/// What one stage of the K ring or of the V ring receives: the K (or V) boxes of a `BN`-key
+/// block, `DC` head chunks.
 struct KvStage<T, const DC: usize, const BN: usize>(PhantomData<T>);
 
 impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
-    const BYTES: u32 = 2 * DC as u32 * KvChunk::<T, BN>::BYTES;
+    const BYTES: u32 = DC as u32 * KvChunk::<T, BN>::BYTES;
 }
 
 /// The kernel, generic over the element `T`, the scores accumulator `S` (64 × `BN`, one key
@@ -158,8 +160,9 @@ unsafe fn attention<
     let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
     let k_ring = SmemTileRing::<T, BN, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
     let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
-    // SAFETY: every thread runs this same plan; init precedes the barrier below.
-    let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+    // SAFETY (both): every thread runs this same plan; init precedes the barrier below.
+    let k_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+    let v_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
     // SAFETY (both): initialised below by thread 0 before the pipeline's init fence, published
     // by the block barrier.
     let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
@@ -173,12 +176,13 @@ unsafe fn attention<
         tma::prefetch(v_map);
         // SAFETY: one thread; Q's barrier completes on the producer's one arrival plus Q's
         // bytes, its free barrier on every consumer thread's arrival after its tile's last
-        // `Q·Kᵀ`; every consumer thread releases every stage once per lap (no leader branch
-        // before the warpgroup's `.aligned` instructions).
+        // `Q·Kᵀ`; every consumer thread releases every stage of both rings once per lap (no
+        // leader branch before the warpgroup's `.aligned` instructions).
         unsafe {
             q_full.init(1);
             q_free.init(CONSUMERS * WARPGROUP_THREADS);
-            pipe.init(CONSUMERS * WARPGROUP_THREADS);
+            k_pipe.init(CONSUMERS * WARPGROUP_THREADS);
+            v_pipe.init(CONSUMERS * WARPGROUP_THREADS);
         }
     }
     // SAFETY: all 384 threads reach it.
@@ -242,29 +246,34 @@ unsafe fn attention<
                     // the barrier completes.
                     unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
                 }
-                let load = |stage: u32, block: u32, full: &Mbarrier| {
-                    let key_row = (w.seq.k_base + block * BN as u32) as i32;
+                let key_row = |block: u32| (w.seq.k_base + block * BN as u32) as i32;
+                let load_k = |stage: u32, block: u32, full: &Mbarrier| {
                     for c in 0..DC as u32 {
-                        let x = c as i32 * CHUNK as i32;
-                        // SAFETY: the maps' boxes are the chunk (contract); the slot was
-                        // acquired free by `produce`.
-                        unsafe {
-                            tma::load_4d(
-                                &k_ring.stage(stage * DC as u32 + c),
-                                k_map,
-                                x,
-                                kv_head,
-                                key_row,
-                                seq_slice,
-                                full,
-                            );
-                            tma::load_4d(&v_ring.stage(stage).block(c), v_map, x, kv_head, key_row, seq_slice, full);
-                        }
+                        let (x, box_) = (c as i32 * CHUNK as i32, k_ring.stage(stage * DC as u32 + c));
+                        // SAFETY: the map's box is the chunk (contract); the slot was acquired
+                        // free by `produce_pair`.
+                        unsafe { tma::load_4d(&box_, k_map, x, kv_head, key_row(block), seq_slice, full) };
                     }
                 };
-                // SAFETY: the one producer thread; each slot gets 2·DC boxes, `KvStage`'s
-                // bytes (full boxes: out-of-bounds rows are zero-filled).
-                unsafe { produce::<KvStage<T, DC, BN>, RING>(&pipe, &mut state, 0..w.blocks, load) };
+                let load_v = |stage: u32, block: u32, full: &Mbarrier| {
+                    for c in 0..DC as u32 {
+                        let (x, box_) = (c as i32 * CHUNK as i32, v_ring.stage(stage).block(c));
+                        // SAFETY: as for K.
+                        unsafe { tma::load_4d(&box_, v_map, x, kv_head, key_row(block), seq_slice, full) };
+                    }
+                };
+                // SAFETY: the one producer thread; each slot of either ring gets DC boxes,
+                // `KvStage`'s bytes (full boxes: out-of-bounds rows are zero-filled).
+                let rings = (&k_pipe, &v_pipe);
+                unsafe {
+                    produce_pair::<KvStage<T, DC, BN>, KvStage<T, DC, BN>, RING>(
+                        rings,
+                        &mut state,
+                        0..w.blocks,
+                        load_k,
+                        load_v,
+                    )
+                };
                 if !PERSISTENT {
                     break;
                 }
@@ -303,7 +312,7 @@ unsafe fn attention<
     }
     let mut ring = PipelineState::<RING>::START;
     let mut q_phase = Phase::ZERO;
-    let own = Consumer { p, pipe: &pipe, q_free: &q_free, operands, turns };
+    let own = Consumer { p, rings: (&k_pipe, &v_pipe), q_free: &q_free, operands, turns };
     if PERSISTENT {
         // The tiles the producer hands over, until an index past the last.
         loop {

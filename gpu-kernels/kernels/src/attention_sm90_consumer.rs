@@ -16,11 +16,11 @@ use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use crate::attention_sm90::TURN_THREADS;
 use crate::attention_sm90_parts::{Operands, Rows, TileWork, attention_tiles, finish_block, store_rows, tile_at};
 
-/// A consumer warpgroup's view of the CTA: the parameters, the ring, Q's free barrier, its
-/// wgmma operands and its turn barriers (its own, the other's).
+/// A consumer warpgroup's view of the CTA: the parameters, the K and V rings' barriers, Q's
+/// free barrier, its wgmma operands and its turn barriers (its own, the other's).
 pub(crate) struct Consumer<'a, T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
     pub(crate) p: &'a AttentionParams,
-    pub(crate) pipe: &'a Pipeline<RING>,
+    pub(crate) rings: (&'a Pipeline<RING>, &'a Pipeline<RING>),
     pub(crate) q_free: &'a Mbarrier,
     pub(crate) operands: Operands<T, DC, BN, RING, KCH>,
     pub(crate) turns: (NamedBarrier<TURN_THREADS>, NamedBarrier<TURN_THREADS>),
@@ -48,7 +48,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         P: AFragments,
         O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
     {
-        let (pipe, operands, (my_turn, their_turn)) = (self.pipe, &self.operands, self.turns);
+        let ((k_pipe, v_pipe), operands, (my_turn, their_turn)) = (self.rings, &self.operands, self.turns);
         let q_free = self.q_free;
         let blocks = w.blocks;
         // This warpgroup's first query, and the softmax scale in base-2 units.
@@ -62,11 +62,14 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             q_full.wait(phase);
         }
 
-        // Key block 0: its scores and P (O is still zero: nothing to rescale).
-        pipe.consumer_wait(state);
+        // Key block 0: its scores and P (O is still zero: nothing to rescale). K goes back to
+        // the producer once its `Q·Kᵀ` has landed, V once its `P·V` has: the next K loads while
+        // this block's softmax and `P·V` still run.
+        k_pipe.consumer_wait(state);
         let mut s = S::ZERO;
-        // SAFETY: the whole warpgroup, convergently; Q and the stage have landed (waited) and
-        // stay until this warpgroup's release, after the covering wait; one turn (see above).
+        // SAFETY: the whole warpgroup, convergently; Q and the K stage have landed (waited) and
+        // stay until this warpgroup's release, after the covering wait; one turn (see above);
+        // each thread's release is one of the K ring's `CONSUMERS × 128` per stage and lap.
         unsafe {
             my_turn.sync();
             warpgroup::fence();
@@ -74,6 +77,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             warpgroup::commit();
             their_turn.arrive();
             warpgroup::wait::<0>();
+            k_pipe.consumer_release(state);
         }
         if PERSISTENT && blocks == 1 {
             // SAFETY: this thread's one arrival for the tile, after its last read of Q.
@@ -101,17 +105,18 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             let previous = state;
             state.advance();
             if DEFER_TAIL && block > 1 {
-                // SAFETY: the whole warpgroup; after its wait every wgmma reading `pv_stage`
-                // completed, and each thread's arrival is one of the ring's `CONSUMERS × 128`
+                // SAFETY: the whole warpgroup; after its wait every wgmma reading `pv_stage`'s V
+                // completed, and each thread's arrival is one of the V ring's `CONSUMERS × 128`
                 // per stage and lap (with two stages, before the wait below for the same slot's
                 // refill).
-                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, pipe, pv_stage) };
+                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
             }
-            pipe.consumer_wait(state);
+            k_pipe.consumer_wait(state);
+            v_pipe.consumer_wait(previous);
             s = S::ZERO;
             // SAFETY: as above; the scores' group is committed first, so `wait::<1>` returns
-            // once they have landed while `P·V` may still run; `probs` is not modified before
-            // `wait::<0>` (it is rewritten after it, by `finish_block`).
+            // once they have landed (K's stage is then read) while `P·V` may still run; `probs`
+            // is not modified before `wait::<0>` (it is rewritten after it, by `finish_block`).
             unsafe {
                 my_turn.sync();
                 warpgroup::fence();
@@ -121,6 +126,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
                 warpgroup::commit();
                 their_turn.arrive();
                 warpgroup::wait::<1>();
+                k_pipe.consumer_release(state);
             }
             if PERSISTENT && block + 1 == blocks {
                 // SAFETY: this thread's one arrival for the tile, after its last read of Q
@@ -133,15 +139,16 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             alpha = unsafe { softmax.step(&mut s, scale) };
             if !DEFER_TAIL {
                 // SAFETY: as above, in the softmax's basic block.
-                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, pipe, pv_stage) };
+                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
             }
             block += 1;
         }
         if DEFER_TAIL && blocks > 1 {
             // SAFETY: as in the loop, for the last block's predecessor.
-            unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, pipe, pv_stage) };
+            unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
         }
-        // SAFETY: as above, for the last block's `P·V`.
+        v_pipe.consumer_wait(state);
+        // SAFETY: as above, for the last block's `P·V` and V stage.
         unsafe {
             my_turn.sync();
             warpgroup::fence();
@@ -149,7 +156,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             warpgroup::commit();
             their_turn.arrive();
             warpgroup::wait::<0>();
-            pipe.consumer_release(state);
+            v_pipe.consumer_release(state);
         }
         state.advance();
         *ring = state;

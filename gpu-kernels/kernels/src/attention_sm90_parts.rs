@@ -213,8 +213,8 @@ impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const
 }
 
 /// A key block's tail once its softmax is done: waits for every wgmma of this warpgroup (the
-/// previous block's `P·V`, the last reader of stage `pv_stage` and of `probs`), releases that
-/// stage, rescales O by the block's factor `alpha` and rounds its P (`s`) into `probs` for the
+/// previous block's `P·V`, the last reader of V's stage `pv_stage` and of `probs`), releases
+/// that stage of the V ring `v_pipe`, rescales O by the block's factor `alpha` and rounds its P (`s`) into `probs` for the
 /// next `P·V`. Rounding comes after the wait: the fragments may take the registers `P·V` was
 /// reading (a write before it would serialise the wgmmas, ptxas C7513).
 ///
@@ -226,7 +226,7 @@ pub(crate) unsafe fn finish_block<T, S, P, O, const RING: usize>(
     (o, probs): (&mut O, &mut P),
     s: &S,
     alpha: RowPair,
-    pipe: &Pipeline<RING>,
+    v_pipe: &Pipeline<RING>,
     pv_stage: PipelineState<RING>,
 ) where
     T: Pack16,
@@ -237,7 +237,7 @@ pub(crate) unsafe fn finish_block<T, S, P, O, const RING: usize>(
     // SAFETY: the whole warpgroup (contract); after the wait no wgmma reads the stage.
     unsafe {
         warpgroup::wait::<0>();
-        pipe.consumer_release(pv_stage);
+        v_pipe.consumer_release(pv_stage);
     }
     rows::scale_rows(o, alpha);
     *probs = P::of::<T, _>(s);

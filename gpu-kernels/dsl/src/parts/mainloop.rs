@@ -160,6 +160,34 @@ pub unsafe fn produce<S: TmaLoad, const RING: usize>(
     }
 }
 
+/// Producer of two rings walked in step (slot `i` of each holds slice `i`: a key block's K in
+/// one and its V in the other, so a consumer can hand K back as soon as it has read it, while
+/// V is still needed): per slice, acquires `a`'s slot and issues `load_a`, then `b`'s and
+/// `load_b`. `state` is both rings' position (advanced past the slices).
+///
+/// # Safety
+/// As for [`produce`], for each ring: the one producer thread of both; `load_a` delivers
+/// exactly `A::BYTES` into slot `stage` of `a` completing on its full barrier, `load_b`
+/// `B::BYTES` into `b`'s; consumers release every slot of both.
+#[inline(always)]
+pub unsafe fn produce_pair<A: TmaLoad, B: TmaLoad, const RING: usize>(
+    (a, b): (&Pipeline<RING>, &Pipeline<RING>),
+    state: &mut PipelineState<RING>,
+    slices: Range<u32>,
+    mut load_a: impl FnMut(u32, u32, &Mbarrier),
+    mut load_b: impl FnMut(u32, u32, &Mbarrier),
+) {
+    for slice in slices {
+        // SAFETY (both): one producer thread; each load delivers its ring's bytes on the
+        // barrier it is given (contract).
+        let full = unsafe { a.producer_acquire::<A>(*state) };
+        load_a(state.stage, slice, &full);
+        let full = unsafe { b.producer_acquire::<B>(*state) };
+        load_b(state.stage, slice, &full);
+        state.advance();
+    }
+}
+
 /// One consumer warpgroup's side of the ring: its position, release policy and leader.
 #[derive(Clone, Copy)]
 pub struct Consumer<R, const RING: usize, O = Unordered> {
