@@ -179,11 +179,11 @@ pub mod attention_sm90 {
         if head_dim <= 128 { WIDE_BLOCK_N } else { NARROW_BLOCK_N }
     }
 
-    /// Depth of the K ring and of the V ring for head dimension `head_dim` (stage `i` of each
-    /// holds key block `i`'s K or V; K goes back once its `Q·Kᵀ` has landed, V once its `P·V`
-    /// has, a step later, so the next K loads while a block's softmax and `P·V` run; with one
-    /// ring of K and V stages, two stages let the producer run only one block ahead of the wait,
-    /// and at d = 256 a third of the stall samples waited for a stage): four at d = 64
+    /// K/V ring depth for head dimension `head_dim` (of the K ring and of the V ring where
+    /// [`split_kv_rings`]: stage `i` of each holds key block `i`'s K or V, and K goes back once
+    /// its `Q·Kᵀ` has landed, a step before V, so the next K loads while a block's softmax and
+    /// `P·V` run; with one ring of (K, V) stages, V is read one step after K and two stages let
+    /// the producer run only one block ahead of the wait): four at d = 64
     /// (144 KiB with Q), three at d = 128 (224 KiB, just inside Hopper's 227 KiB), and two at
     /// d = 256, all that fits (Q 64 KiB + 2 × 80 KiB of 80-key K and V = 224 KiB).
     pub const fn stages(head_dim: u32) -> u32 {
@@ -212,6 +212,16 @@ pub mod attention_sm90 {
     /// and its registers cannot spare the scores carried across the back-edge (ptxas spilled).
     pub const fn defer_block_tail(head_dim: u32) -> bool {
         head_dim == 128
+    }
+
+    /// Whether K and V have rings of their own (`stages` each; K handed back once its `Q·Kᵀ`
+    /// has landed, V after its `P·V`) rather than one ring of (K, V) stages, each handed back
+    /// after its `P·V`. Measured on the H200 (docs/PERF.md, 2026-12-04): d = 256, two stages,
+    /// 0.67 → 0.91 × cuDNN; d = 128 within ±1 % on most rows (three stages already keep the
+    /// producer ahead); d = 64 −4 to −5 % (its blocks are short, and the second ring's waits and
+    /// arrivals cost more than the earlier refill gains).
+    pub const fn split_kv_rings(head_dim: u32) -> bool {
+        head_dim > 128
     }
 
     /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA):
@@ -263,14 +273,10 @@ pub mod attention_sm90 {
     const fn plan<Kv: Tile>(head_dim: u32) -> SmemPlan {
         let chunks = head_dim / HEAD_CHUNK;
         let stages = stages(head_dim);
-        SmemPlan::new()
-            .ring::<QBox>(chunks)
-            .ring::<Kv>(stages * chunks)
-            .ring::<Kv>(stages * chunks)
-            .pipeline(stages)
-            .pipeline(stages)
-            .mbarriers(2)
-            .region(4, 4)
+        let plan = SmemPlan::new().ring::<QBox>(chunks).ring::<Kv>(stages * chunks).ring::<Kv>(stages * chunks);
+        let plan =
+            if split_kv_rings(head_dim) { plan.pipeline(stages).pipeline(stages) } else { plan.pipeline(stages) };
+        plan.mbarriers(2).region(4, 4)
     }
 }
 

@@ -71,7 +71,7 @@ use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
-use warpforge_dsl::parts::mainloop::produce_pair;
+use warpforge_dsl::parts::mainloop::{produce, produce_pair};
 use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
@@ -139,6 +139,7 @@ unsafe fn attention<
     const CONSUMER_REGS: u32,
     const PERSISTENT: bool,
     const DEFER_TAIL: bool,
+    const SPLIT: bool,
 >(
     q_map: &TensorMap,
     k_map: &TensorMap,
@@ -160,9 +161,11 @@ unsafe fn attention<
     let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
     let k_ring = SmemTileRing::<T, BN, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
     let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
-    // SAFETY (both): every thread runs this same plan; init precedes the barrier below.
+    // SAFETY (both): every thread runs this same plan; init precedes the barrier below. With
+    // one ring of (K, V) stages (not `SPLIT`: `attention_sm90::split_kv_rings`) V's barriers
+    // are K's.
     let k_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
-    let v_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+    let v_pipe = if SPLIT { unsafe { Pipeline::<RING>::alloc(&mut smem) } } else { k_pipe };
     // SAFETY (both): initialised below by thread 0 before the pipeline's init fence, published
     // by the block barrier.
     let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
@@ -182,7 +185,9 @@ unsafe fn attention<
             q_full.init(1);
             q_free.init(CONSUMERS * WARPGROUP_THREADS);
             k_pipe.init(CONSUMERS * WARPGROUP_THREADS);
-            v_pipe.init(CONSUMERS * WARPGROUP_THREADS);
+            if SPLIT {
+                v_pipe.init(CONSUMERS * WARPGROUP_THREADS);
+            }
         }
     }
     // SAFETY: all 384 threads reach it.
@@ -263,16 +268,30 @@ unsafe fn attention<
                     }
                 };
                 // SAFETY: the one producer thread; each slot of either ring gets DC boxes,
-                // `KvStage`'s bytes (full boxes: out-of-bounds rows are zero-filled).
-                let rings = (&k_pipe, &v_pipe);
+                // `KvStage`'s bytes, or each (K, V) slot both (full boxes: out-of-bounds rows are
+                // zero-filled).
                 unsafe {
-                    produce_pair::<KvStage<T, DC, BN>, KvStage<T, DC, BN>, RING>(
-                        rings,
-                        &mut state,
-                        0..w.blocks,
-                        load_k,
-                        load_v,
-                    )
+                    if SPLIT {
+                        let rings = (&k_pipe, &v_pipe);
+                        produce_pair::<KvStage<T, DC, BN>, KvStage<T, DC, BN>, RING>(
+                            rings,
+                            &mut state,
+                            0..w.blocks,
+                            load_k,
+                            load_v,
+                        )
+                    } else {
+                        let load = |stage: u32, block: u32, full: &Mbarrier| {
+                            load_k(stage, block, full);
+                            load_v(stage, block, full);
+                        };
+                        produce::<(KvStage<T, DC, BN>, KvStage<T, DC, BN>), RING>(
+                            &k_pipe,
+                            &mut state,
+                            0..w.blocks,
+                            load,
+                        )
+                    }
                 };
                 if !PERSISTENT {
                     break;
@@ -326,7 +345,7 @@ unsafe fn attention<
             // SAFETY: a tile of the launch, with queries (the producer published no other).
             let w = unsafe { tile_at(p, &tiles, t, BN as u32) };
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL>(&w, &mut ring, None) };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };
         }
     } else {
         // SAFETY: this CTA's one tile, as for the producer.
@@ -334,7 +353,7 @@ unsafe fn attention<
         if let Some(w) = work {
             // SAFETY: the whole warpgroup; `tile` waits for Q and the producer loads the key
             // blocks. (Waiting here instead, ptxas spilled 32 bytes of the setup at d = 256.)
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL>(&w, &mut ring, Some((&q_full, &mut q_phase))) };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, Some((&q_full, &mut q_phase))) };
         }
     }
     if wg == 0 {
@@ -365,9 +384,10 @@ macro_rules! attention_entries {
             const CONSUMER: u32 = shape::consumer_regs($d);
             const PERSISTENT: bool = shape::persistent($d);
             const DEFER: bool = shape::defer_block_tail($d);
+            const SPLIT: bool = shape::split_kv_rings($d);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                attention::<$t, $scores, $probs, $acc, $d, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER>(
+                attention::<$t, $scores, $probs, $acc, $d, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT>(
                     q_map, k_map, v_map, &params,
                 )
             }

@@ -38,7 +38,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
     /// `w.blocks` key blocks into the ring for this tile, and (persistent) the next tile's Q
     /// only after every consumer thread's arrival on the free barrier here.
     #[inline(always)]
-    pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool>(
+    pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool, const SPLIT: bool>(
         &self,
         w: &TileWork,
         ring: &mut PipelineState<RING>,
@@ -62,9 +62,11 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             q_full.wait(phase);
         }
 
-        // Key block 0: its scores and P (O is still zero: nothing to rescale). K goes back to
-        // the producer once its `Q·Kᵀ` has landed, V once its `P·V` has: the next K loads while
-        // this block's softmax and `P·V` still run.
+        // Key block 0: its scores and P (O is still zero: nothing to rescale). With `SPLIT`
+        // rings (`attention_sm90::split_kv_rings`) K goes back to the producer once its `Q·Kᵀ`
+        // has landed and V once its `P·V` has, so the next K loads while this block's softmax
+        // and `P·V` still run; otherwise `v_pipe` is `k_pipe`, one ring of (K, V) stages each
+        // handed back after its `P·V`.
         k_pipe.consumer_wait(state);
         let mut s = S::ZERO;
         // SAFETY: the whole warpgroup, convergently; Q and the K stage have landed (waited) and
@@ -77,7 +79,9 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             warpgroup::commit();
             their_turn.arrive();
             warpgroup::wait::<0>();
-            k_pipe.consumer_release(state);
+            if SPLIT {
+                k_pipe.consumer_release(state);
+            }
         }
         if PERSISTENT && blocks == 1 {
             // SAFETY: this thread's one arrival for the tile, after its last read of Q.
@@ -112,7 +116,9 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
                 unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
             }
             k_pipe.consumer_wait(state);
-            v_pipe.consumer_wait(previous);
+            if SPLIT {
+                v_pipe.consumer_wait(previous);
+            }
             s = S::ZERO;
             // SAFETY: as above; the scores' group is committed first, so `wait::<1>` returns
             // once they have landed (K's stage is then read) while `P·V` may still run; `probs`
@@ -126,7 +132,9 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
                 warpgroup::commit();
                 their_turn.arrive();
                 warpgroup::wait::<1>();
-                k_pipe.consumer_release(state);
+                if SPLIT {
+                    k_pipe.consumer_release(state);
+                }
             }
             if PERSISTENT && block + 1 == blocks {
                 // SAFETY: this thread's one arrival for the tile, after its last read of Q
@@ -147,7 +155,9 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             // SAFETY: as in the loop, for the last block's predecessor.
             unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
         }
-        v_pipe.consumer_wait(state);
+        if SPLIT {
+            v_pipe.consumer_wait(state);
+        }
         // SAFETY: as above, for the last block's `P·V` and V stage.
         unsafe {
             my_turn.sync();
