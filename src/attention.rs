@@ -520,8 +520,9 @@ impl Warpforge {
         // shared-memory plan, as its contract asks; a persistent grid's counters are this
         // stream's alone and zero (every launch leaves them so); the guards (and the cache's
         // lock) are held until it is enqueued.
-        let launched =
-            unsafe { kernel.launch(stream, &config, (q_map, k_map, v_map, params), keep.into_iter().flatten()) };
+        let args = (q_map, k_map, v_map, params);
+        // SAFETY: as just said.
+        let launched = unsafe { kernel.launch(stream, &config, args, keep.into_iter().flatten()) };
         drop(counter_cache);
         launched
     }

@@ -161,12 +161,13 @@ unsafe fn attention<
     let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
     let k_ring = SmemTileRing::<T, BN, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
     let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
-    // SAFETY (both): every thread runs this same plan; init precedes the barrier below. With
-    // one ring of (K, V) stages (not `SPLIT`: `attention_sm90::split_kv_rings`) V's barriers
-    // are K's.
+    // With one ring of (K, V) stages (not `SPLIT`: `attention_sm90::split_kv_rings`) V's
+    // barriers are K's.
+    // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let k_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
+    // SAFETY: as for K's.
     let v_pipe = if SPLIT { unsafe { Pipeline::<RING>::alloc(&mut smem) } } else { k_pipe };
-    // SAFETY (both): initialised below by thread 0 before the pipeline's init fence, published
+    // SAFETY: (both) initialised below by thread 0 before the pipeline's init fence, published
     // by the block barrier.
     let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
     let q_free = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };

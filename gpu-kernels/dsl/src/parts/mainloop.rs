@@ -178,10 +178,11 @@ pub unsafe fn produce_pair<A: TmaLoad, B: TmaLoad, const RING: usize>(
     mut load_b: impl FnMut(u32, u32, &Mbarrier),
 ) {
     for slice in slices {
-        // SAFETY (both): one producer thread; each load delivers its ring's bytes on the
-        // barrier it is given (contract).
+        // SAFETY: one producer thread; each load delivers its ring's bytes on the barrier it is
+        // given (contract).
         let full = unsafe { a.producer_acquire::<A>(*state) };
         load_a(state.stage, slice, &full);
+        // SAFETY: as for `a`.
         let full = unsafe { b.producer_acquire::<B>(*state) };
         load_b(state.stage, slice, &full);
         state.advance();
