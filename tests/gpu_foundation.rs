@@ -10,8 +10,12 @@ use crate::common::{EPS_BF16, EPS_F16, EPS_F32, gpu, random_f32};
 const GPU_CASES: u32 = 24;
 
 /// Runs saxpy on the GPU for storage type `T` and checks every element against
-/// `a·x + y` in f64, within `eps_out·|ref| + 4·eps_f32·(|a·x| + |y|)`.
-fn check_saxpy<T>(seed: u64, n: usize, a: f32, to: fn(f32) -> T, from: fn(T) -> f32, eps_out: f64)
+/// `a·x + y` in f64, within `eps_out·|ref| + 4·eps_f32·(|a·x| + |y|) + floor_out`: the f32
+/// arithmetic's error, and the output rounding's, relative in the normal range and at most
+/// `floor_out` (half the output type's subnormal spacing) below it (an f16 result under 2^-14
+/// is rounded to a multiple of 2^-24). The f16 case failed once on the H200 with its kernel
+/// unchanged (2026-12-04; the values were not captured): this is the error it left out.
+fn check_saxpy<T>(seed: u64, n: usize, a: f32, to: fn(f32) -> T, from: fn(T) -> f32, (eps_out, floor_out): (f64, f64))
 where
     T: warpforge::kernels::SaxpyElement + cudarc::driver::DeviceRepr + Copy,
 {
@@ -26,7 +30,7 @@ where
     for i in 0..n {
         let (xv, yv) = (from(x[i]) as f64, from(y[i]) as f64);
         let want = a as f64 * xv + yv;
-        let tol = eps_out * want.abs() + 4.0 * EPS_F32 * ((a as f64 * xv).abs() + yv.abs());
+        let tol = eps_out * want.abs() + 4.0 * EPS_F32 * ((a as f64 * xv).abs() + yv.abs()) + floor_out;
         let g = from(got[i]) as f64;
         assert!((g - want).abs() <= tol, "n={n} i={i}: got {g}, want {want} (tol {tol})");
     }
@@ -38,19 +42,19 @@ proptest! {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn saxpy_f32_matches_f64_reference(seed: u64, n in 1usize..300_000, a in -4.0f32..4.0) {
-        check_saxpy::<f32>(seed, n, a, |v| v, |v| v, 0.0);
+        check_saxpy::<f32>(seed, n, a, |v| v, |v| v, (0.0, 2f64.powi(-150)));
     }
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn saxpy_bf16_matches_f64_reference(seed: u64, n in 1usize..300_000, a in -4.0f32..4.0) {
-        check_saxpy::<bf16>(seed, n, a, bf16::from_f32, bf16::to_f32, EPS_BF16);
+        check_saxpy::<bf16>(seed, n, a, bf16::from_f32, bf16::to_f32, (EPS_BF16, 2f64.powi(-134)));
     }
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn saxpy_f16_matches_f64_reference(seed: u64, n in 1usize..300_000, a in -4.0f32..4.0) {
-        check_saxpy::<f16>(seed, n, a, f16::from_f32, f16::to_f32, EPS_F16);
+        check_saxpy::<f16>(seed, n, a, f16::from_f32, f16::to_f32, (EPS_F16, 2f64.powi(-25)));
     }
 
     #[test]
