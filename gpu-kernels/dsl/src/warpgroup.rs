@@ -179,6 +179,15 @@ pub unsafe fn fence() {
     unsafe { raw::wgmma_fence() }
 }
 
+/// Makes every register of `acc` defined here (see `ptx::warpgroup::pin_register`): a tile
+/// initialised before a wgmma that writes another tile stays initialised before it, instead of
+/// being copied in later from that tile's registers, which ptxas reads as touching them
+/// while the wgmma runs (C7514) and answers by serialising the wgmmas.
+#[inline(always)]
+pub fn pin<A: Accumulator<Elem = f32>>(acc: &mut A) {
+    acc.for_each_mut(|_, r| raw::pin_register(r));
+}
+
 /// Closes the group of wgmmas issued since the last commit.
 ///
 /// # Safety

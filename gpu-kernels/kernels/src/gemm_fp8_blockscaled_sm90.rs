@@ -8,10 +8,11 @@
 //! stream-K hand-over (`parts::stream_k`) and the plain GEMM epilogue ([`Linear`]). What differs
 //! is the stage: one ring slot holds one 128-wide K block of e4m3 (128 bytes per row, the
 //! 128-byte swizzle span), and its hook is `parts::blockscaled`'s issue-and-promote: the four
-//! `wgmma.m64n128k32` of the block go into a scratch tile, and once they complete the consumer
-//! adds `scratch · scale_a[row, kb] · scale_b[nb, kb]` into an f32 sum on the CUDA cores
-//! (promotion every `PROMOTE_EVERY_K` = 128). The scales ride the ring with the operands
-//! (DeepGEMM's stage): the producer's TMA loads put the tile's 128 A scales of the block and
+//! `wgmma.m64n128k32` of the block go into one of two scratch tiles (consecutive blocks
+//! alternate), and once they complete the consumer adds `scratch · scale_a[row, kb] ·
+//! scale_b[nb, kb]` into an f32 sum on the CUDA cores (promotion every `PROMOTE_EVERY_K` = 128)
+//! while the next block's wgmmas already run (`Consumer::promoting_mainloop`). The scales
+//! ride the ring with the operands (DeepGEMM's stage): the producer's TMA loads put the tile's 128 A scales of the block and
 //! its B scale into the slot beside A and B, so a consumer reads its two rows' scales from
 //! shared memory once the slot has landed ([`SlotScales`]) and no global load's latency sits
 //! between the wgmmas and the promotion (measured: 42 % of the warps' stall samples on the
@@ -20,11 +21,13 @@
 //!
 //! Warp roles (384 threads), as in the body: warpgroup 0 is the producer (one elected thread
 //! issues each slot's five TMA loads; registers lowered to 40), warpgroups 1 and 2 are the
-//! consumers (64 rows × 128 columns each: a 64-register sum and a 64-register scratch per
-//! thread; registers raised to 232), cooperative on 128 × 128 tiles. A consumer waits for its
-//! block's wgmmas before promoting them; each issues as soon as its slot has landed, so the
-//! tensor cores queue one warpgroup's wgmmas while the other promotes (with the scales in the
-//! slot, taking turns through named barriers only added waits: docs/PERF.md).
+//! consumers (64 rows × 128 columns each: a 64-register sum and two 64-register scratch tiles
+//! per thread; registers raised to 232), cooperative on 128 × 128 tiles. A consumer issues a
+//! block's wgmmas before it waits for the previous block's and promotes them, so the tensor
+//! cores always hold one block of each warpgroup (waiting for its own block before promoting
+//! left them idle between blocks: docs/PERF.md, 2026-12-04); each issues as soon as its slot
+//! has landed (with the scales in the slot, taking turns through named barriers only added
+//! waits).
 //!
 //! Shared memory: 5 slots × ((128 + 128) × 128 B of operands + 640 B of scales) ≈ 163 KiB of
 //! ring, 32 KiB of output staging, the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
@@ -213,7 +216,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         let scales = SlotScales::new(a_scale_ring, b_scale_ring, upper, b_first);
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
-        let promoted: Promoted<Acc> = unsafe { consumer.mainloop(unit.slices(), &stage) };
+        let promoted: Promoted<Acc> = unsafe { consumer.promoting_mainloop(unit.slices(), &stage) };
         // SAFETY: whole warpgroup, once after the main loop.
         unsafe { consumer.drain() };
         let mut acc = promoted.sum;

@@ -1,25 +1,26 @@
-//! L3 block-scaled FP8 stage: the [`StageMma`] hook of a GEMM whose operands carry one scale
-//! per row (A) or per column block (B) and per 128-wide K block, promoted into an f32 sum on the
-//! CUDA cores (DeepGEMM's scheme).
+//! L3 block-scaled FP8 stage: the [`PromotingStage`] hook of a GEMM whose operands carry one
+//! scale per row (A) or per column block (B) and per 128-wide K block, promoted into an f32 sum
+//! on the CUDA cores (DeepGEMM's scheme).
 //!
 //! Per ring slot (one K block), [`BlockScaledStage::issue`] first reads this thread's two row
 //! scales for the block ([`BlockScales::load`]; [`SlotScales`]: from the slot itself, where TMA
 //! put them with the operands, so no global load's latency sits between the wgmmas and the
-//! promotion), then issues the slot's wgmmas into a scratch tile `part`
-//! (overwriting it); the consumer waits for them and [`BlockScaledStage::promote`] adds
-//! `part · scale(row)` into the running `sum` with one `fma` per register. Every accumulator
-//! register of a thread lies in one of two rows (`logic::fragment::acc_thread_row` and 8 below),
-//! so two scales per thread and K block suffice.
+//! promotion), then issues the slot's wgmmas into one of two scratch tiles (overwriting it;
+//! consecutive slots alternate, [`Part`]); once they complete, [`BlockScaledStage::promote`]
+//! adds `part · scale(row)` into the running `sum` with one `fma` per register — while the next
+//! slot's wgmmas run on the tensor cores. Every accumulator register of a thread lies in one of
+//! two rows (`logic::fragment::acc_thread_row` and 8 below), so two scales per thread and K
+//! block suffice.
 //!
-//! Nothing reads the slot after the wgmma wait (the scales are in registers by then), so the
-//! consumer may release it as soon as that wait returns.
+//! Nothing reads the slot after its wgmmas (the scales are in registers by then), so the
+//! consumer may release it as soon as a wait covers them.
 
 use crate::logic::fragment::acc_row_offset;
 use crate::math::fma;
-use crate::parts::mainloop::{MainloopAcc, SsStage, StageMma};
+use crate::parts::mainloop::{Part, PromotingStage, SsStage, StageMma};
 use crate::tile::{SmemTile, SmemVectorRing, SwizzleMode};
 use crate::warpgroup::acc::{Accumulator, WgmmaSs};
-use crate::warpgroup::{KMajor, SmemOperand, WgmmaElement};
+use crate::warpgroup::{self, KMajor, SmemOperand, WgmmaElement};
 
 /// The combined scales (A's row scale × B's block scale) of one K block for a thread's two
 /// accumulator rows.
@@ -31,18 +32,27 @@ pub struct RowScales {
     pub lower: f32,
 }
 
-/// A promoting main loop's registers: the running f32 `sum`, the tensor cores' scratch `part`
-/// for the K block in flight, and that block's scales.
+/// A promoting main loop's registers: the running f32 `sum`, the tensor cores' two scratch
+/// tiles (the K blocks in flight and being promoted) and each one's block scales.
 #[derive(Clone, Copy)]
 pub struct Promoted<A> {
     /// The promoted sum: after the main loop, the unit's result.
     pub sum: A,
-    part: A,
-    scales: RowScales,
+    even: A,
+    odd: A,
+    even_scales: RowScales,
+    odd_scales: RowScales,
 }
 
-impl<A: Accumulator> MainloopAcc for Promoted<A> {
-    const START: Self = Promoted { sum: A::ZERO, part: A::ZERO, scales: RowScales { upper: 0.0, lower: 0.0 } };
+impl<A> Promoted<A> {
+    /// Scratch tile `part` and its scales.
+    #[inline(always)]
+    fn part(&mut self, part: Part) -> (&mut A, &mut RowScales) {
+        match part {
+            Part::Even => (&mut self.even, &mut self.even_scales),
+            Part::Odd => (&mut self.odd, &mut self.odd_scales),
+        }
+    }
 }
 
 /// Where a consumer thread finds the scales of each K block of its unit.
@@ -65,7 +75,7 @@ pub struct BlockScaledStage<T, S: SwizzleMode, C, const AR: usize, const BN: usi
     pub scales: C,
 }
 
-impl<T, S, C, A, const AR: usize, const BN: usize, const K: usize, const RING: usize> StageMma<Promoted<A>>
+impl<T, S, C, A, const AR: usize, const BN: usize, const K: usize, const RING: usize> PromotingStage<Promoted<A>>
     for BlockScaledStage<T, S, C, AR, BN, K, RING>
 where
     T: WgmmaElement,
@@ -75,24 +85,35 @@ where
     SmemTile<T, BN, K, S>: SmemOperand<Major = KMajor, Elem = T>,
     A: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
 {
-    const PROMOTES: bool = true;
-
     #[inline(always)]
-    unsafe fn issue(&self, acc: &mut Promoted<A>, stage: u32, slice: u32) {
-        // SAFETY: the slice is the unit's (the consumer walks exactly its slices) and slot
-        // `stage` holds it, landed (the trait's contract).
-        acc.scales = unsafe { self.scales.load(stage, slice) };
-        // Slice 0 for the operands: the block's product overwrites `part`.
-        // SAFETY: forwarded to the caller (the trait's contract).
-        unsafe { self.operands.issue(&mut acc.part, stage, 0) };
+    fn start(&self) -> Promoted<A> {
+        let none = RowScales { upper: 0.0, lower: 0.0 };
+        let mut start = Promoted { sum: A::ZERO, even: A::ZERO, odd: A::ZERO, even_scales: none, odd_scales: none };
+        // The odd tile's zeros would otherwise be copied in after the even tile's first wgmma,
+        // from its registers (C7514).
+        warpgroup::pin(&mut start.even);
+        warpgroup::pin(&mut start.odd);
+        start
     }
 
     #[inline(always)]
-    unsafe fn promote(&self, acc: &mut Promoted<A>) {
-        let (part, scales) = (acc.part, acc.scales);
+    unsafe fn issue(&self, acc: &mut Promoted<A>, part: Part, stage: u32, slice: u32) {
+        let (tile, scales) = acc.part(part);
+        // SAFETY: the slice is the unit's (the consumer walks exactly its slices) and slot
+        // `stage` holds it, landed (the trait's contract).
+        *scales = unsafe { self.scales.load(stage, slice) };
+        // Slice 0 for the operands: the block's product overwrites the tile.
+        // SAFETY: forwarded to the caller (the trait's contract).
+        unsafe { self.operands.issue(tile, stage, 0) };
+    }
+
+    #[inline(always)]
+    unsafe fn promote(&self, acc: &mut Promoted<A>, part: Part) {
+        let (tile, scales) = acc.part(part);
+        let (tile, scales) = (*tile, *scales);
         acc.sum.for_each_mut(|i, sum| {
             let scale = if acc_row_offset(i as u32) == 0 { scales.upper } else { scales.lower };
-            *sum = fma(part.get(i), scale, *sum);
+            *sum = fma(tile.get(i), scale, *sum);
         });
     }
 }

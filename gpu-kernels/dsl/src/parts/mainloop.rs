@@ -8,14 +8,18 @@
 //!   that disagree with its tile types.
 //! - **Consumer** ([`Consumer`]): a warpgroup multiplies a unit's slices into a fresh
 //!   accumulator with one wgmma group in flight: it waits for slot `s`, issues its wgmmas
-//!   through the kernel's [`StageMma`] (the hook per K block: a plain `mma`, or an FP8 kernel's
-//!   issue-and-promote), waits until at most that group is pending, and only then releases slot
-//!   `s − 1`, whose readers have completed. A promoting hook ([`StageMma::PROMOTES`], e.g.
-//!   [`super::blockscaled`]) instead waits for slot `s`'s own group, folds its partial product
-//!   into the running sum ([`StageMma::promote`]) and releases slot `s` at once. The loop is a do-while (at least one slice): a
-//!   zero-trip path would hand the accumulator to the final wait from ordinary moves and ptxas
-//!   would serialise every wgmma (C7515). [`Consumer::drain`] retires the last group and its
-//!   slot, so a kernel can act between the last issue and that wait (a ping-pong turn hand-over).
+//!   through the kernel's [`StageMma`] (the hook per K block, e.g. a plain `mma`), waits until
+//!   at most that group is pending, and only then releases slot
+//!   `s − 1`, whose readers have completed. A promoting stage ([`PromotingStage`], e.g.
+//!   [`super::blockscaled`]) multiplies each slot into one of two scratch tiles, alternating
+//!   ([`Part`]): it issues slot `s`'s wgmmas, waits until only they are pending, folds slot
+//!   `s − 1`'s completed product into the running sum and releases that slot
+//!   ([`Consumer::promoting_mainloop`]), so the tensor cores always hold this warpgroup's next
+//!   block while its CUDA cores promote the last one. The loops are do-whiles (at least one
+//!   slice): a zero-trip path would hand the accumulator to the final wait from ordinary moves
+//!   and ptxas would serialise every wgmma (C7515). [`Consumer::drain`] retires the last group
+//!   and its slot, so a kernel can act between the last issue and that wait (a ping-pong turn
+//!   hand-over).
 //! - **Release** ([`StageRelease`]): to this CTA's producer ([`OwnCta`]) or, when the slot is
 //!   filled by multicast, to both CTAs of a pair ([`OwnAndPeer`]). The pipeline's consumer
 //!   arrival count is the number of releasing warpgroups times [`StageRelease::CTAS`].
@@ -67,12 +71,6 @@ impl IssueOrder for Unordered {
 
 /// Issues the wgmmas of one ring slot into an accumulator: the consumer's per-K-block hook.
 pub trait StageMma<A> {
-    /// Whether each slot's wgmmas must complete before the consumer goes on: the consumer then
-    /// waits for the slot's group, calls [`StageMma::promote`] and releases the slot at once
-    /// (no group stays in flight across slots). `false`: one group stays in flight and the
-    /// previous slot is released.
-    const PROMOTES: bool = false;
-
     /// Issues the wgmmas reading slot `stage` into `acc`; `slice` counts the unit's slices from
     /// 0 (a plain hook overwrites `acc` on slice 0 and accumulates after).
     ///
@@ -81,15 +79,51 @@ pub trait StageMma<A> {
     /// `warpgroup::commit`; slot `stage` holds landed data that stays unmodified until a wait
     /// covers these wgmmas.
     unsafe fn issue(&self, acc: &mut A, stage: u32, slice: u32);
+}
 
-    /// Folds the slot's completed product into `acc` (promoting hooks only). It must not read
-    /// the slot: the consumer's leader releases it right after its own call returns.
+/// One of a promoting stage's two scratch tiles: consecutive slots alternate between them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The unit's slices 0, 2, 4, …
+    Even,
+    /// The unit's slices 1, 3, 5, …
+    Odd,
+}
+
+impl Part {
+    /// The other tile.
+    #[inline(always)]
+    pub fn other(self) -> Part {
+        match self {
+            Part::Even => Part::Odd,
+            Part::Odd => Part::Even,
+        }
+    }
+}
+
+/// The per-K-block hook of a promoting main loop ([`Consumer::promoting_mainloop`]): the slot's
+/// wgmmas go into scratch tile `part` of `acc`, and once they complete their product is folded
+/// into the running sum on the CUDA cores.
+pub trait PromotingStage<A> {
+    /// The registers a unit's main loop starts from: the sum at zero, and both scratch tiles
+    /// defined at this point, before the unit's first wgmma.
+    fn start(&self) -> A;
+
+    /// Issues the wgmmas reading slot `stage` (the unit's slice `slice`), overwriting scratch
+    /// tile `part`, and keeps what [`PromotingStage::promote`] needs of the slot in registers.
+    ///
+    /// # Safety
+    /// As for [`StageMma::issue`]; tile `part` was promoted (or never written) since its last
+    /// issue.
+    unsafe fn issue(&self, acc: &mut A, part: Part, stage: u32, slice: u32);
+
+    /// Folds scratch tile `part`'s completed product into the sum. It must not read shared
+    /// memory: its slot is released right after.
     ///
     /// # Safety
     /// The whole warpgroup calls it convergently after a `warpgroup::wait` covering the wgmmas
-    /// of the [`StageMma::issue`] just before.
-    #[inline(always)]
-    unsafe fn promote(&self, _acc: &mut A) {}
+    /// that last wrote `part`.
+    unsafe fn promote(&self, acc: &mut A, part: Part);
 }
 
 /// How a consumer hands a ring slot back to the producer(s) that fill it.
@@ -189,6 +223,16 @@ pub unsafe fn produce_pair<A: TmaLoad, B: TmaLoad, const RING: usize>(
     }
 }
 
+/// Where a promoting main loop stands within its unit.
+struct PromotingWalk<const RING: usize> {
+    /// The slot of the group issued last.
+    previous: PipelineState<RING>,
+    /// Slices issued so far.
+    slice: u32,
+    /// The unit's slices.
+    slices: u32,
+}
+
 /// One consumer warpgroup's side of the ring: its position, release policy and leader.
 #[derive(Clone, Copy)]
 pub struct Consumer<R, const RING: usize, O = Unordered> {
@@ -225,8 +269,7 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
 
     /// Multiplies the next `slices` (≥ 1; 0 counts as 1) slots into a fresh accumulator and
     /// returns it with its last wgmma group still in flight: call [`Consumer::drain`] before
-    /// reading it. (A promoting hook's result is complete on return, but its last slot is
-    /// still held: `drain` releases it.)
+    /// reading it.
     ///
     /// # Safety
     /// The whole warpgroup calls it convergently; the producer fills these slots in order;
@@ -247,26 +290,12 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
                 warpgroup::commit();
                 self.order.after_issue();
             }
-            if M::PROMOTES {
-                // SAFETY: whole warpgroup; the wait covers the wgmmas `promote` reads.
-                unsafe {
-                    warpgroup::wait::<0>();
-                    mma.promote(&mut acc);
-                }
-                // The wgmmas were the slot's only readers (`promote` reads no shared memory).
-                if slice + 1 < slices && self.leader {
-                    // SAFETY: the wgmmas reading this slot completed; its one release per lap
-                    // (the last slice's is `drain`'s).
-                    unsafe { self.release.release(&self.pipe, self.state) };
-                }
-            } else {
-                // SAFETY: whole warpgroup.
-                unsafe { warpgroup::wait::<1>() };
-                if slice > 0 && self.leader {
-                    // SAFETY: the wgmmas reading `previous` completed (at most the newest group
-                    // is pending); one release per warpgroup, slot and lap.
-                    unsafe { self.release.release(&self.pipe, previous) };
-                }
+            // SAFETY: whole warpgroup.
+            unsafe { warpgroup::wait::<1>() };
+            if slice > 0 && self.leader {
+                // SAFETY: the wgmmas reading `previous` completed (at most the newest group is
+                // pending); one release per warpgroup, slot and lap.
+                unsafe { self.release.release(&self.pipe, previous) };
             }
             previous = self.state;
             self.state.advance();
@@ -277,6 +306,119 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
         }
         self.pending = previous;
         acc
+    }
+
+    /// Multiplies the next `slices` (≥ 1; 0 counts as 1) slots through a promoting stage and
+    /// returns the complete sum (see the module docs: slot `s`'s wgmmas are issued before slot
+    /// `s − 1`'s product is promoted); the last slot stays held until [`Consumer::drain`].
+    ///
+    /// # Safety
+    /// As for [`Consumer::mainloop`].
+    #[inline(always)]
+    pub unsafe fn promoting_mainloop<A, M: PromotingStage<A>>(&mut self, slices: u32, mma: &M) -> A {
+        let mut acc = mma.start();
+        let mut walk = PromotingWalk { previous: self.state, slice: 0, slices };
+        // The first slot goes into the even tile; then the loop, unrolled by two so that each
+        // tile is a fixed set of registers, enters every iteration with exactly the even
+        // tile's group pending, and every exit with one group pending (ptxas serialises the
+        // wgmmas when a loop head or a join is reached with different groups in flight: C7514,
+        // C7518).
+        // SAFETY: forwarded to the caller (contract); the even tile was never written.
+        unsafe { self.promoting_issue(&mut acc, mma, Part::Even, &mut walk) };
+        if walk.slice >= slices {
+            // SAFETY: whole warpgroup; the wait covers the even tile's wgmmas.
+            unsafe { Self::promote_last(&mut acc, mma, Part::Even) };
+        } else {
+            loop {
+                // SAFETY: as above; each step's tile was promoted by the step before it, and a
+                // slice remains (checked before the step).
+                unsafe { self.promoting_step(&mut acc, mma, Part::Odd, &mut walk) };
+                if walk.slice >= slices {
+                    // SAFETY: whole warpgroup; only the odd tile's group is pending.
+                    unsafe { Self::promote_last(&mut acc, mma, Part::Odd) };
+                    break;
+                }
+                // SAFETY: as above.
+                unsafe { self.promoting_step(&mut acc, mma, Part::Even, &mut walk) };
+                if walk.slice >= slices {
+                    // SAFETY: as above, for the even tile.
+                    unsafe { Self::promote_last(&mut acc, mma, Part::Even) };
+                    break;
+                }
+            }
+        }
+        self.pending = walk.previous;
+        acc
+    }
+
+    /// Waits for the next slot and issues its wgmmas into scratch tile `part`.
+    ///
+    /// # Safety
+    /// As for [`Consumer::mainloop`]; `part` was promoted since its last issue (or never written).
+    #[inline(always)]
+    unsafe fn promoting_issue<A, M: PromotingStage<A>>(
+        &mut self,
+        acc: &mut A,
+        mma: &M,
+        part: Part,
+        walk: &mut PromotingWalk<RING>,
+    ) {
+        self.pipe.consumer_wait(self.state);
+        // SAFETY: the whole warpgroup, convergent (contract); the slot's data has landed (waited
+        // above) and stays until this warpgroup releases it, after a covering wait.
+        unsafe {
+            self.order.before_issue();
+            warpgroup::fence();
+            mma.issue(acc, part, self.state.stage, walk.slice);
+            warpgroup::commit();
+            self.order.after_issue();
+        }
+        walk.previous = self.state;
+        self.state.advance();
+        walk.slice += 1;
+    }
+
+    /// With the other tile's group pending: issues the next slot into `part`, waits for the
+    /// other tile's group, promotes it and releases its slot.
+    ///
+    /// # Safety
+    /// As for [`Consumer::mainloop`]; only `part.other()`'s group is pending, `part` was
+    /// promoted; a slice remains.
+    #[inline(always)]
+    unsafe fn promoting_step<A, M: PromotingStage<A>>(
+        &mut self,
+        acc: &mut A,
+        mma: &M,
+        part: Part,
+        walk: &mut PromotingWalk<RING>,
+    ) {
+        let issued = walk.previous;
+        // SAFETY: forwarded (contract).
+        unsafe { self.promoting_issue(acc, mma, part, walk) };
+        // SAFETY: whole warpgroup; after the wait only the group just issued is pending, so the
+        // other tile's (the previous slot's) completed.
+        unsafe {
+            warpgroup::wait::<1>();
+            mma.promote(acc, part.other());
+        }
+        if self.leader {
+            // SAFETY: the previous slot's wgmmas, its only readers, completed; one release per
+            // warpgroup, slot and lap.
+            unsafe { self.release.release(&self.pipe, issued) };
+        }
+    }
+
+    /// Waits for every group and promotes `part` (the unit's last slot's tile).
+    ///
+    /// # Safety
+    /// The whole warpgroup, convergently; `part`'s group is the newest.
+    #[inline(always)]
+    unsafe fn promote_last<A, M: PromotingStage<A>>(acc: &mut A, mma: &M, part: Part) {
+        // SAFETY: whole warpgroup (contract); the wait covers `part`'s wgmmas.
+        unsafe {
+            warpgroup::wait::<0>();
+            mma.promote(acc, part);
+        }
     }
 
     /// Waits for the last wgmma group of [`Consumer::mainloop`] (its accumulator is then

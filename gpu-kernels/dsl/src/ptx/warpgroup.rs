@@ -137,6 +137,15 @@ pub unsafe fn wgmma_fence() {
     unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) };
 }
 
+/// Emits only a PTX comment, but the compiler must have `v` in a register here and may not assume what
+/// it holds after: it fixes where a value is defined relative to the side effects around it
+/// (e.g. an accumulator's initial value, before a wgmma that writes other registers).
+#[inline(always)]
+pub fn pin_register(v: &mut f32) {
+    // SAFETY: the instruction string is a PTX comment; the operand stays in its register.
+    unsafe { asm!("// pin {0}", inout(reg32) * v, options(nostack, preserves_flags)) };
+}
+
 /// Closes the group of this warpgroup's uncommitted `wgmma.mma_async` operations.
 ///
 /// Emits `wgmma.commit_group.sync.aligned;`.
