@@ -33,7 +33,8 @@
 //! Run: `cargo bench --bench kernels -- gemm_fp8` (on a GPU machine: `.gpu/bench gemm_fp8`).
 //! Optional arguments: `quick` (M ∈ {128, 2048} only), `filter=<text>` (only shapes whose
 //! `MxNxK` label contains the text, e.g. `filter=x7168x2048` or `filter=4096x`), `list` (print
-//! the shapes and stop). Writes `gemm_fp8.csv` and `gemm_fp8.svg` to `$OUT` (or the current
+//! the shapes and stop), `clusters=pairs` or `clusters=off` (force warpforge's 2 × 1 cluster
+//! choice instead of its own). Writes `gemm_fp8.csv` and `gemm_fp8.svg` to `$OUT` (or the current
 //! directory).
 
 use std::ffi::c_void;
@@ -47,8 +48,8 @@ use cudarc::cublaslt::sys::cublasLtMatmulDescAttributes_t as Desc;
 use cudarc::cublaslt::sys::cublasLtMatmulMatrixScale_t as ScaleMode;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
-use warpforge::Fp8GemmProblem;
 use warpforge::logic::quant::{Minifloat, block_scale_index, group_scale_index, group_scale_pitch};
+use warpforge::{Clusters, Fp8GemmProblem};
 
 use crate::common::{
     Bar, Bench, EPS_BF16, EPS_F32, Result, geomean, median, mix, ratio_svg, sample_positions, sm_clock_mhz,
@@ -485,6 +486,13 @@ pub fn main() -> Result<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let filter: Option<String> = std::env::args().find_map(|a| a.strip_prefix("filter=").map(String::from));
     let shapes = shapes(quick, filter.as_deref());
+    // `clusters=pairs` / `clusters=off` force warpforge's cluster choice (default: its own).
+    let clusters = match std::env::args().find_map(|a| a.strip_prefix("clusters=").map(String::from)).as_deref() {
+        None => Clusters::Auto,
+        Some("pairs") => Clusters::Pairs,
+        Some("off") => Clusters::Off,
+        Some(other) => return Err(format!("clusters={other}: expected pairs or off").into()),
+    };
     if std::env::args().any(|a| a == "list") {
         shapes.iter().for_each(|s| println!("{}", s.label()));
         return Ok(());
@@ -497,7 +505,7 @@ pub fn main() -> Result<()> {
     println!(
         "{} — warpforge block-scaled FP8 GEMM (e4m3, 1×128 / 128×128 f32 scales, bf16 D) vs cuBLASLt {}.{}.{} \
          ({version}): blockwise (A_lt BLK128x128_32F, B_lt VEC128_32F) and per-tensor (SCALAR_32F); \
-         times in µs, ratios = cuBLASLt time ÷ ours",
+         times in µs, ratios = cuBLASLt time ÷ ours; warpforge's clusters: {clusters:?}",
         device.attributes().name,
         version / 10000,
         version % 10000 / 100,
@@ -522,7 +530,7 @@ pub fn main() -> Result<()> {
         for s in 1..sets_n {
             sets.push(DeviceSet::new(&stream, &HostSet::new(s as u64 + 1, m, n, k), m, n, k)?);
         }
-        let problem = Fp8GemmProblem::new(m, n, k);
+        let problem = Fp8GemmProblem { clusters, ..Fp8GemmProblem::new(m, n, k) };
         // cuBLASLt's two modes; a refusal (descriptors, heuristic, or the first call) reads n/a.
         let mut lt_gemms: [Option<LtGemm>; 3] = [None, None, None];
         for side in [BLOCKWISE, PER_TENSOR] {

@@ -37,7 +37,7 @@ pub use workspace::MAX_CACHED_STREAMS;
 pub(crate) use workspace::StreamKCache;
 
 /// The cluster shape of the paired variant ([`Clusters::Pairs`]).
-const PAIR: [u32; 3] = [2, 1, 1];
+pub(crate) const PAIR: [u32; 3] = [2, 1, 1];
 
 /// Storage order of a matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

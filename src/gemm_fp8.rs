@@ -45,7 +45,7 @@ use warpforge_logic::quant::group_scale_pitch;
 
 use crate::Warpforge;
 use crate::gemm::schedule::{GemmSchedule, tile_plan};
-use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, TileWidth, check};
+use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, PAIR, TileWidth, check};
 
 /// K must be a multiple of this many elements (16 bytes of e4m3: TMA's row-pitch unit).
 pub const FP8_K_ALIGN: usize = 16;
@@ -100,6 +100,10 @@ pub struct Fp8GemmProblem {
     pub k: usize,
     /// Row pitch of D in elements; 0 means N.
     pub ldd: usize,
+    /// Whether the CTAs run in 2 × 1 clusters sharing each B slot by multicast (a performance
+    /// choice; results are the same): `Auto` (warpforge's choice per shape), `Off`, or `Pairs`
+    /// (data-parallel over pairs of tile rows).
+    pub clusters: Clusters,
 }
 
 /// What a valid [`Fp8GemmProblem`] reads and writes (elements of each buffer).
@@ -126,12 +130,12 @@ pub struct Fp8GemmExtents {
 impl Fp8GemmProblem {
     /// An `m × n × k` problem with a packed D (`ldd = n`).
     pub fn new(m: usize, n: usize, k: usize) -> Self {
-        Fp8GemmProblem { m, n, k, ldd: 0 }
+        Fp8GemmProblem { m, n, k, ldd: 0, clusters: Clusters::Auto }
     }
 
     /// Checks the shape rules and returns the extents (pure, checked arithmetic).
     pub fn check(&self) -> Result<Fp8GemmExtents> {
-        let Fp8GemmProblem { m, n, k, ldd } = *self;
+        let Fp8GemmProblem { m, n, k, ldd, .. } = *self;
         check(m >= 1 && n >= 1, || format!("FP8 GEMM needs M, N ≥ 1 (got M = {m}, N = {n})"))?;
         check(k >= FP8_K_ALIGN && k.is_multiple_of(FP8_K_ALIGN), || {
             format!("FP8 GEMM needs K a positive multiple of {FP8_K_ALIGN} (16-byte e4m3 rows for TMA); got {k}")
@@ -177,13 +181,36 @@ pub(crate) fn check_buffers(e: &Fp8GemmExtents, lens: [usize; 5], addrs: [u64; 4
 }
 
 /// The schedule and tile plan of an FP8 launch: the 16-bit GEMM's (`gemm/schedule.rs`: the same
-/// wave and fix-up model, over 128 × 128 tiles of `k_blocks` 128-wide K blocks).
-pub(crate) fn fp8_schedule(m: usize, n: usize, k_blocks: u32, capacity: u32) -> Result<(GemmSchedule, TilePlan)> {
+/// wave and fix-up model, over 128 × 128 tiles of `k_blocks` 128-wide K blocks), or with
+/// `pairs` whole pairs of vertically adjacent tiles over `capacity / 2` clusters.
+pub(crate) fn fp8_schedule(
+    m: usize,
+    n: usize,
+    k_blocks: u32,
+    capacity: u32,
+    pairs: bool,
+) -> Result<(GemmSchedule, TilePlan)> {
     let tiles_m = m.div_ceil(BLOCK_M as usize) as u32;
     let tiles_n = n.div_ceil(BLOCK_N as usize) as u32;
+    if pairs {
+        let rows = tiles_m.div_ceil(2);
+        let schedule = GemmSchedule::pairs(rows, tiles_n, capacity / 2);
+        let tiles = tile_plan(rows, tiles_n, rows, k_blocks, &schedule, 2)?;
+        return Ok((schedule, tiles));
+    }
     let schedule = GemmSchedule::choose(tiles_m, tiles_n, k_blocks, capacity);
     let tiles = tile_plan(tiles_m, tiles_n, tiles_m, k_blocks, &schedule, 1)?;
     Ok((schedule, tiles))
+}
+
+/// Whether [`Clusters::Auto`] runs the FP8 GEMM in 2 × 1 clusters on `capacity` resident
+/// CTAs: never, for now. Forced over the 42 shapes of `benches/gemm_fp8.rs` on the H200 (same
+/// build, 2026-12-04), pairs were within −4 % to +4 % of the cooperative kernel's stream-K and
+/// hybrid schedules from M = 256 up (M ≥ 2048 geomean 0.835 against 0.877 of cuBLASLt's
+/// blockwise), and 0.58–0.92 × at M ≤ 128, where whole tiles leave most SMs idle: reading half
+/// of B from L2 is not what the FP8 kernel lacks (docs/PERF.md).
+fn prefer_fp8_pairs(_m: usize, _n: usize, _capacity: u32) -> bool {
+    false
 }
 
 impl Warpforge {
@@ -222,10 +249,13 @@ impl Warpforge {
             // call; the map is used only by the launch below.
             Ok(unsafe { builder.encode_raw(ptr, len as u64)? })
         };
+        let pairs = plan.clusters == Clusters::Pairs;
         let a_map = operand(a_ptr, lens[0], m, A_BOX_ROWS)?;
-        let b_map = operand(b_ptr, lens[2], n, BLOCK_N)?;
+        // A pair's CTAs each load half of B's rows per slot and multicast them.
+        let b_map = operand(b_ptr, lens[2], n, if pairs { BLOCK_N / 2 } else { BLOCK_N })?;
 
-        let kernel = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
+        let entry = if pairs { entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER } else { entries::GEMM_FP8_BLOCKSCALED_BF16 };
+        let kernel = self.entry(entry)?;
         let mut stream_k_cache = self.stream_k_cache().lock()?;
         let ((workspace, workspace_access), (flags, flags_access)) =
             stream_k_cache.launch_ptrs(stream, plan.schedule, plan.grid)?;
@@ -269,13 +299,17 @@ impl Warpforge {
         let (sa_map, sb_map) =
             unsafe { scale_maps((sa_ptr, lens[1]), (sb_ptr, lens[3]), (m, e.k_blocks, 1, 0), e.b_scales)? };
         let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
-        let config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        if pairs {
+            config = config.with_cluster(PAIR);
+        }
         // SAFETY: the A/B maps cover the caller's buffers (lengths checked above, 16-byte
         // aligned); the D map is used only when `d_tma` is set and covers exactly D; D and both
         // scale buffers were checked against the problem (`check_buffers`: A's scale pitch
         // round_up(M, 4) ≤ 2^31, K blocks ≤ 2^24); `m ≥ 1`; the stream-K slots and zeroed flags
         // cover the grid and are this stream's alone, and the grid is resident, so every
-        // awaited CTA runs.
+        // awaited CTA runs; with pairs, the grid is whole resident clusters and the B map's box
+        // is half a tile, as the cluster entry expects.
         unsafe {
             kernel.launch(stream, &config, (a_map, b_map, d_map, sa_map, sb_map, params, plan.tiles, scales), keep)?;
         }
@@ -289,10 +323,22 @@ impl Warpforge {
     pub fn fp8_gemm_plan(&self, problem: &Fp8GemmProblem) -> Result<GemmPlan> {
         self.check_sm90("fp8_gemm")?;
         let e = problem.check()?;
-        let entry = entries::GEMM_FP8_BLOCKSCALED_BF16;
-        let kernel = self.entry(entry)?;
-        let capacity = kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
-        let (schedule, tiles) = fp8_schedule(problem.m, problem.n, e.k_blocks as u32, capacity)?;
+        let solo = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
+        let capacity = solo.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
+        let pairs = match problem.clusters {
+            Clusters::Off => false,
+            Clusters::Pairs => true,
+            Clusters::Auto => prefer_fp8_pairs(problem.m, problem.n, capacity),
+        };
+        let (entry, capacity) = if pairs {
+            let entry = entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER;
+            let kernel = self.entry(entry)?;
+            (entry, kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, Some(PAIR), u64::MAX)?.blocks)
+        } else {
+            (entries::GEMM_FP8_BLOCKSCALED_BF16, capacity)
+        };
+        check(capacity >= 2 || !pairs, || "no 2 × 1 cluster of the FP8 GEMM is resident on this device".into())?;
+        let (schedule, tiles) = fp8_schedule(problem.m, problem.n, e.k_blocks as u32, capacity, pairs)?;
         let (schedule, grid) = (schedule.mode, schedule.grid);
         Ok(GemmPlan {
             chosen_by: crate::PlanSource::Model,
@@ -300,7 +346,7 @@ impl Warpforge {
             entry: entry.name(),
             consumers: Consumers::Cooperative,
             tile_width: TileWidth::Narrow,
-            clusters: Clusters::Off,
+            clusters: if pairs { Clusters::Pairs } else { Clusters::Off },
             tile: (BLOCK_M, BLOCK_N),
             schedule,
             grid,
@@ -416,12 +462,18 @@ mod tests {
             for n in [1usize, 100, 4096, 7168, 18432] {
                 for k in [16usize, 112, 128, 2048, 7168] {
                     let kb = k.div_ceil(128) as u32;
-                    let grid = fp8_schedule(m, n, kb, H200_SMS).unwrap().0.grid;
+                    let grid = fp8_schedule(m, n, kb, H200_SMS, false).unwrap().0.grid;
                     assert!((1..=H200_SMS).contains(&grid), "{m}×{n}×{k}: grid {grid}");
+                    let (paired, plan) = fp8_schedule(m, n, kb, H200_SMS, true).unwrap();
+                    assert!(paired.grid.is_multiple_of(2) && (2..=H200_SMS).contains(&paired.grid));
+                    assert_eq!(paired.mode, StreamKMode::DataParallel, "{m}×{n}×{k}");
+                    // Pairs of tile rows: a ragged last pair's second CTA still has a tile slot.
+                    let pair_tiles = (m.div_ceil(128).div_ceil(2) * n.div_ceil(128)) as u32;
+                    assert_eq!(plan.raster.tile_count(), pair_tiles, "{m}×{n}×{k}");
                 }
             }
         }
         // One row, a 4096-wide weight, K = 7168: 32 tiles on 132 SMs split K.
-        assert_eq!(fp8_schedule(1, 4096, 56, H200_SMS).unwrap().0.mode, StreamKMode::Pure);
+        assert_eq!(fp8_schedule(1, 4096, 56, H200_SMS, false).unwrap().0.mode, StreamKMode::Pure);
     }
 }

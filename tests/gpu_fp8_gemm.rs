@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use warpforge::logic::blockscaled::{PROMOTE_EVERY_K, a_scales_len, b_scales_len, k_blocks};
 use warpforge::logic::quant::{self as q, Minifloat};
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Error, Fp8GemmProblem, ScaleRounding};
+use warpforge::{Clusters, Error, Fp8GemmProblem, ScaleRounding};
 
 use crate::common::{EPS_BF16, gpu, mix, random_f32};
 
@@ -171,10 +171,14 @@ fn identity(kb: usize, _: usize) -> usize {
 /// Runs one case on the GPU with D's pitch `ldd` (0: N) and checks every element of D and that
 /// the pitch padding is untouched.
 fn run(case: &Quantised, ldd: usize) -> Result<(), TestCaseError> {
+    run_problem(case, Fp8GemmProblem { ldd, ..Fp8GemmProblem::new(case.m, case.n, case.k) })
+}
+
+/// As [`run`], for `problem` (the case's shape, with its own pitch and cluster choice).
+fn run_problem(case: &Quantised, problem: Fp8GemmProblem) -> Result<(), TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
     let (m, n, k) = (case.m, case.n, case.k);
-    let problem = Fp8GemmProblem { ldd, ..Fp8GemmProblem::new(m, n, k) };
     let e = problem.check().unwrap();
     let a = stream.clone_htod(&case.a).unwrap();
     let sa = stream.clone_htod(&case.a_scales).unwrap();
@@ -192,9 +196,10 @@ fn run(case: &Quantised, ldd: usize) -> Result<(), TestCaseError> {
     eprintln!("fp8_gemm {m}×{n}×{k} ldd {}: worst error {worst:.3} of the tolerance", e.ldd);
     prop_assert!(
         miss.is_none(),
-        "{m}×{n}×{k} ldd {} ({:?}, grid {}): {}",
+        "{m}×{n}×{k} ldd {} ({:?}, {:?}, grid {}): {}",
         e.ldd,
         plan.schedule,
+        plan.clusters,
         plan.grid,
         miss.unwrap()
     );
@@ -250,6 +255,23 @@ fn larger_shapes_on_every_schedule() {
     // On 132 SMs (H200): data-parallel, hybrid, pure, pure.
     for mode in [StreamKMode::DataParallel, StreamKMode::Hybrid, StreamKMode::Pure] {
         assert!(modes.contains(&mode), "no {mode:?} case among {modes:?}");
+    }
+}
+
+/// 2 × 1 clusters sharing each B slot by multicast, forced: even and odd tile rows (the last
+/// pair's second CTA entirely past M), one row, ragged N, K off the 128-wide block, a pitched
+/// D, and more pairs than resident clusters (the persistent loop over pairs).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn pairs_match_the_dequantised_product() {
+    let wf = &gpu().1;
+    for (m, n, k, ldd) in
+        [(256, 384, 512, 0), (129, 200, 144, 0), (1, 128, 128, 0), (300, 1000, 2064, 1003), (2304, 2048, 1024, 0)]
+    {
+        let problem = Fp8GemmProblem { ldd, clusters: Clusters::Pairs, ..Fp8GemmProblem::new(m, n, k) };
+        let plan = wf.fp8_gemm_plan(&problem).unwrap();
+        assert_eq!((plan.clusters, plan.schedule), (Clusters::Pairs, StreamKMode::DataParallel));
+        run_problem(&Quantised::new(m, n, k, (3 * m + n + k) as u64, true), problem).unwrap();
     }
 }
 

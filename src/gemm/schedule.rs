@@ -62,7 +62,7 @@ impl GemmSchedule {
     /// 2 × 1 clusters: whole tile pairs (`pair_rows` rows of pairs) round robin over at most
     /// `clusters` clusters of two CTAs, in bands of the same height in tile rows as the
     /// cooperative schedule's.
-    pub(super) fn pairs(pair_rows: u32, tiles_n: u32, clusters: u32) -> Self {
+    pub(crate) fn pairs(pair_rows: u32, tiles_n: u32, clusters: u32) -> Self {
         let pairs = pair_rows as u64 * tiles_n as u64;
         let grid = 2 * pairs.min(clusters.max(1) as u64) as u32;
         GemmSchedule {

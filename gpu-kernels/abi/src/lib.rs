@@ -533,6 +533,10 @@ pub mod entries {
     /// Block-scaled FP8 GEMM: e4m3 A (per-token 1 × 128 scales) times e4m3 Bᵀ (128 × 128 block
     /// scales), promoted into f32 every 128 K, bf16 output.
     pub const GEMM_FP8_BLOCKSCALED_BF16: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_sm90");
+    /// Block-scaled FP8 GEMM in 2 × 1 clusters: vertically adjacent 128 × 128 tiles sharing each
+    /// B slot by multicast (B's box is half a tile), data-parallel plans over pairs of tile rows.
+    pub const GEMM_FP8_BLOCKSCALED_BF16_CLUSTER: Entry<GemmFp8Sm90> =
+        Entry::new("gemm_fp8_blockscaled_bf16_cluster_sm90");
     /// Grouped (mixture-of-experts) GEMM, bf16 in and out, contiguous layout (`GroupedParams`):
     /// the 16-bit body on 128 × 256 tiles, tiles without rows skipped.
     pub const GEMM_GROUPED_CONTIGUOUS_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_contiguous_bf16_sm90");

@@ -54,6 +54,8 @@ use crate::gemm_epilogue::Linear;
 use crate::gemm_sm90_ctas::{CtaGroup, Pair};
 
 const K_SLICE: usize = BLOCK_K as usize;
+/// Rows of B each CTA of a 2 × 1 cluster loads and multicasts (half the wide tile).
+const HALF_B: usize = BLOCK_N as usize / 2;
 /// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
@@ -63,7 +65,7 @@ const TURN_ARRIVALS: u32 = 128;
 type ATile<T> = SmemTile<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B>; // (64, BLOCK_K)
 type BTile<T, const BN: usize> = SmemTile<T, BN, K_SLICE, Swizzle128B>; // (BN, BLOCK_K)
 type ARing<T, const RING: usize> = SmemTileRing<T, { A_BOX_ROWS as usize }, K_SLICE, Swizzle128B, RING>;
-pub(crate) type BRing<T, const BN: usize, const RING: usize> = SmemTileRing<T, BN, K_SLICE, Swizzle128B, RING>;
+type BRing<T, const BN: usize, const RING: usize> = SmemTileRing<T, BN, K_SLICE, Swizzle128B, RING>;
 
 /// Where a consumer warpgroup's finished 64 × BN block goes: the launch parameters, D's tensor
 /// map (valid when `p.d_tma != 0`), this warpgroup's staging boxes, named barrier and leader,
@@ -193,7 +195,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
                         // acquired free by `produce`.
                         unsafe {
                             tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
-                            G::load_b(&b_ring, stage, b_map, (k0, n0, b_batch), full);
+                            G::load_b::<T, BN, HALF_B, K_SLICE, RING>(&b_ring, stage, b_map, (k0, n0, b_batch), full);
                         }
                     };
                     // SAFETY: the one producer thread; each slot gets this warpgroup tile's A rows
@@ -207,7 +209,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
                         unsafe {
                             tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
                             tma::load_3d(&a_bottom.stage(stage), a_map, k0, m1, batch, full);
-                            G::load_b(&b_ring, stage, b_map, (k0, n0, b_batch), full);
+                            G::load_b::<T, BN, HALF_B, K_SLICE, RING>(&b_ring, stage, b_map, (k0, n0, b_batch), full);
                         }
                     };
                     // SAFETY: as above, with both warpgroups' A rows.

@@ -40,12 +40,12 @@ use warpforge_dsl::logic::schedule::stream_k::UnitRole;
 use warpforge_dsl::num::{Bf16, E4m3};
 use warpforge_dsl::parts::blockscaled::{BlockScaledStage, Promoted, SlotScales};
 use warpforge_dsl::parts::epilogue::Staging;
-use warpforge_dsl::parts::mainloop::{Consumer, OwnCta, SsStage, produce};
+use warpforge_dsl::parts::mainloop::{Consumer, SsStage, StageRelease, produce};
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
 use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::sync::{NamedBarrier, sync_threads};
+use warpforge_dsl::sync::NamedBarrier;
 use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, SmemVector, SmemVectorRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::Acc64x128F32;
@@ -53,12 +53,17 @@ use warpforge_dsl::{tma, warp, warpgroup};
 
 use crate::gemm_bf16_ws_persistent_sm90::{BlockTarget, TileEpilogue};
 use crate::gemm_epilogue::Linear;
+use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
 
 const K_BLOCK: usize = BLOCK_K as usize;
 const RING: usize = STAGES as usize;
 const A_ROWS: usize = A_BOX_ROWS as usize;
 const B_ROWS: usize = BLOCK_N as usize;
-/// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 ≤ 64 Ki registers per SM.
+/// Rows of B each CTA of a 2 × 1 cluster loads and multicasts.
+const HALF_B: usize = B_ROWS / 2;
+/// Register budgets after `setmaxnreg`: 128 × 40 + 256 × 232 = 384 × 168, the registers the
+/// launch gives the CTA (a `setmaxnreg.inc` past that pool waits forever: 48 + 232 hung on the
+/// H200; at 224 the consumers spill).
 const PRODUCER_REGS: u32 = 40;
 const CONSUMER_REGS: u32 = 232;
 
@@ -103,7 +108,7 @@ fn b_scale_first(s: &BlockScaleParams, b_batch: u32, n0: u32) -> u32 {
 /// reads B scales from flat index `e · s.b_stride`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm<S: TileScheduler>(
+pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
@@ -131,16 +136,22 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         tma::prefetch(b_map);
         tma::prefetch(sa_map);
         tma::prefetch(sb_map);
-        // SAFETY: one thread; each consumer warpgroup releases each slot once per lap.
-        unsafe { pipe.init(CONSUMERS) };
+        // SAFETY: one thread; each consumer warpgroup releases each slot once per lap, to each
+        // CTA of the group.
+        unsafe { pipe.init(CONSUMERS * G::Release::CTAS) };
     }
-    // SAFETY: all 384 threads reach it.
-    unsafe { sync_threads() };
+    // SAFETY: all 384 threads (of every CTA of the group) reach it.
+    unsafe { G::sync() };
 
-    let geometry =
-        TileGeometry { block_m: BLOCK_M, block_n: BLOCK_N, raster_rows: plan.raster_rows, ctas_per_worker: 1, rank: 0 };
+    let geometry = TileGeometry {
+        block_m: BLOCK_M,
+        block_n: BLOCK_N,
+        raster_rows: plan.raster_rows,
+        ctas_per_worker: G::CTAS,
+        rank: G::rank(),
+    };
     let units = schedule(geometry);
-    let worker = block_idx().x;
+    let worker = block_idx().x / G::CTAS;
 
     if warpgroup_id() == 0 {
         // Producer.
@@ -150,7 +161,9 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         if warp_id() == 0 && unsafe { warp::elect_one() }.is_some() {
             let mut state = PipelineState::<RING>::START;
             let mut index = 0;
-            while let Some(unit) = units.unit(worker, index) {
+            // The worker read in place per unit, as the consumers do (the paired producer
+            // spilled a register holding it at 40 registers).
+            while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
                 if unit.skip {
                     index += 1;
                     continue;
@@ -164,7 +177,13 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
                     unsafe {
                         tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
                         tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, full);
-                        tma::load_3d(&b_ring.stage(stage), b_map, k0, n0, b_batch, full);
+                        G::load_b::<E4m3, B_ROWS, HALF_B, K_BLOCK, RING>(
+                            &b_ring,
+                            stage,
+                            b_map,
+                            (k0, n0, b_batch),
+                            full,
+                        );
                         tma::load_3d(&a_scale_ring.stage(stage), sa_map, m0, slice as i32, batch, full);
                         // A box's first element must start a 16-byte chunk: load from the
                         // chunk holding slice's scale (`SlotScales` reads it at its offset).
@@ -202,9 +221,9 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
     let operands = SsStage { a: a_ring, b: b_ring };
-    let mut consumer = Consumer::new(pipe, OwnCta, leader);
+    let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = 0;
-    while let Some(unit) = units.unit(block_idx_x_in_place(), index) {
+    while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
         if unit.skip {
             index += 1;
             continue;
@@ -254,6 +273,12 @@ pub(crate) unsafe fn gemm<S: TileScheduler>(
         // The staged tiles must stay readable until the last stores have read them.
         tma::wait_group::<0>();
     }
+    if G::CTAS > 1 {
+        // Neither CTA exits while the other may still arrive on its barriers.
+        // SAFETY: every non-exited thread of both CTAs (the consumers; the producer warpgroup
+        // has returned) reaches it once.
+        unsafe { G::sync() };
+    }
 }
 
 /// Block-scaled FP8 GEMM, bf16 output; see the module docs, [`GemmParams`] and
@@ -275,5 +300,27 @@ pub unsafe fn gemm_fp8_blockscaled_bf16_sm90(
 ) {
     let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
     // SAFETY: forwarded to the launcher's contract (one batch, one expert).
-    unsafe { gemm(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
+    unsafe { gemm::<_, Solo>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
+}
+
+/// Block-scaled FP8 GEMM in 2 × 1 clusters: the two CTAs of a cluster take vertically adjacent
+/// tiles, and each loads half of every B slot and multicasts it to both (data-parallel plans).
+///
+/// # Safety
+/// As for [`gemm_fp8_blockscaled_bf16_sm90`], with `b_map`'s box 128 × 64 × 1 (half a tile's B)
+/// and `plan` over pairs of tile rows (two CTAs per worker, a data-parallel schedule).
+#[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1, cluster = (2, 1, 1))]
+pub unsafe fn gemm_fp8_blockscaled_bf16_cluster_sm90(
+    #[grid_constant] a_map: &TensorMap,
+    #[grid_constant] b_map: &TensorMap,
+    #[grid_constant] d_map: &TensorMap,
+    #[grid_constant] a_scale_map: &TensorMap,
+    #[grid_constant] b_scale_map: &TensorMap,
+    params: GemmParams,
+    plan: TilePlan,
+    scales: BlockScaleParams,
+) {
+    let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+    // SAFETY: forwarded to the launcher's contract (one batch, one expert, pairs of tiles).
+    unsafe { gemm::<_, Pair>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
 }

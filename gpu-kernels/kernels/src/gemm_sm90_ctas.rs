@@ -1,19 +1,14 @@
-//! The two CTA arrangements of the sm_90 GEMM body: one CTA per worker, or 2 × 1 clusters
-//! whose CTAs take vertically adjacent tiles and share each B slice by multicast. Everything
-//! that differs between them (release policy, worker barrier, the B load) is here, so the body
-//! has no branch on the arrangement.
+//! The two CTA arrangements of the sm_90 GEMM bodies (16-bit and block-scaled FP8): one CTA
+//! per worker, or 2 × 1 clusters whose CTAs take vertically adjacent tiles and share each B
+//! slice by multicast. Everything that differs between them (release policy, worker barrier,
+//! the B load) is here, so the bodies have no branch on the arrangement.
 
 use warpforge_dsl::abi::TensorMap;
-use warpforge_dsl::abi::gemm_sm90::BLOCK_N;
 use warpforge_dsl::mbarrier::Mbarrier;
 use warpforge_dsl::parts::mainloop::{OwnAndPeer, OwnCta, StageRelease};
 use warpforge_dsl::sync::sync_threads;
+use warpforge_dsl::tile::{SmemTileRing, Swizzle128B};
 use warpforge_dsl::{cluster, tma};
-
-use crate::gemm_bf16_ws_persistent_sm90::BRing;
-
-/// Rows of B each CTA of a 2 × 1 cluster loads and multicasts (half the wide tile).
-const HALF_B: usize = BLOCK_N as usize / 2;
 /// Multicast mask: both CTAs of the cluster.
 const BOTH_CTAS: u16 = 0b11;
 
@@ -33,13 +28,14 @@ pub(crate) trait CtaGroup {
     /// # Safety
     /// Every non-exited thread of the worker's CTAs reaches it once per call site.
     unsafe fn sync();
-    /// Issues the B load of one slot.
+    /// Issues the B load of one slot (`BN` rows of `K`; a pair's CTAs load `HALF` = `BN / 2`
+    /// rows each, checked at compile time).
     ///
     /// # Safety
     /// As for `tma::load_3d` (the map's box is the tile, or half of it for pairs); one producer
     /// thread; the slot is free in every CTA written.
-    unsafe fn load_b<T: Copy, const BN: usize, const RING: usize>(
-        b_ring: &BRing<T, BN, RING>,
+    unsafe fn load_b<T: Copy, const BN: usize, const HALF: usize, const K: usize, const RING: usize>(
+        b_ring: &SmemTileRing<T, BN, K, Swizzle128B, RING>,
         stage: u32,
         b_map: &TensorMap,
         k0_n0_batch: (i32, i32, i32),
@@ -66,8 +62,8 @@ impl CtaGroup for Solo {
         unsafe { sync_threads() };
     }
     #[inline(always)]
-    unsafe fn load_b<T: Copy, const BN: usize, const RING: usize>(
-        b_ring: &BRing<T, BN, RING>,
+    unsafe fn load_b<T: Copy, const BN: usize, const HALF: usize, const K: usize, const RING: usize>(
+        b_ring: &SmemTileRing<T, BN, K, Swizzle128B, RING>,
         stage: u32,
         b_map: &TensorMap,
         (k0, n0, batch): (i32, i32, i32),
@@ -93,18 +89,19 @@ impl CtaGroup for Pair {
         unsafe { cluster::sync() };
     }
     #[inline(always)]
-    unsafe fn load_b<T: Copy, const BN: usize, const RING: usize>(
-        b_ring: &BRing<T, BN, RING>,
+    unsafe fn load_b<T: Copy, const BN: usize, const HALF: usize, const K: usize, const RING: usize>(
+        b_ring: &SmemTileRing<T, BN, K, Swizzle128B, RING>,
         stage: u32,
         b_map: &TensorMap,
         (k0, n0, batch): (i32, i32, i32),
         full: &Mbarrier,
     ) {
+        const { assert!(2 * HALF == BN, "a pair's CTAs load half of B each") };
         // Each CTA loads its half of the slice and multicasts it to both: the slot receives
         // both halves, the bytes its producer announced for a whole B tile.
         let rank = cluster::rank();
-        let half = b_ring.stage(stage).rows::<HALF_B>(rank);
-        let n_half = n0 + (rank * HALF_B as u32) as i32;
+        let half = b_ring.stage(stage).rows::<HALF>(rank);
+        let n_half = n0 + (rank * HALF as u32) as i32;
         // SAFETY: forwarded to the caller (B's box is half the tile for pairs).
         unsafe { tma::load_3d(tma::multicast(&half, BOTH_CTAS), b_map, k0, n_half, batch, full) };
     }
