@@ -61,14 +61,18 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
     for (name, body) in
         entries(Arch::Sm90a, "_sm90").filter(|(name, _)| !wgmma_free.iter().any(|p| name.starts_with(p)))
     {
-        // The promoting main loop (`parts::blockscaled`) keeps no group in flight: it waits for
-        // each K block's group (`wait_group 0`), and `Consumer::drain` waits once more.
+        // The promoting main loop (`Consumer::promoting_mainloop`) issues from three places by
+        // construction: the peeled first K block and the two steps of the loop unrolled over its
+        // two scratch tiles (one `wait_group 1` each); it waits for the last group at each of
+        // its three exits (one K block, an odd or an even last step), and `Consumer::drain`
+        // waits once more.
         let promoting = name.starts_with("gemm_fp8_");
+        let issues = if promoting { 3 } else { 1 };
         for (instruction, expected) in [
-            ("wgmma.fence.sync.aligned;", 1),
-            ("wgmma.commit_group.sync.aligned;", 1),
-            ("wgmma.wait_group.sync.aligned 1;", if promoting { 0 } else { 1 }),
-            ("wgmma.wait_group.sync.aligned 0;", if promoting { 2 } else { 1 }),
+            ("wgmma.fence.sync.aligned;", issues),
+            ("wgmma.commit_group.sync.aligned;", issues),
+            ("wgmma.wait_group.sync.aligned 1;", if promoting { 2 } else { 1 }),
+            ("wgmma.wait_group.sync.aligned 0;", if promoting { 4 } else { 1 }),
         ] {
             let copies = body.matches(instruction).count();
             assert_eq!(copies, expected, "{name}: `{instruction}` appears {copies} times (expected {expected})");
@@ -76,10 +80,10 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
         checked += 1;
     }
     assert_eq!(
-        checked, 25,
+        checked, 26,
         "expected the six cooperative, two ping-pong, two narrow and two cluster GEMM entries, the six SwiGLU \
-         ones, the two quantised-SwiGLU ones, the block-scaled FP8 one and the four grouped ones (bf16 and FP8, \
-         contiguous and masked)"
+         ones, the two quantised-SwiGLU ones, the two block-scaled FP8 ones (alone and in clusters) and the four \
+         grouped ones (bf16 and FP8, contiguous and masked)"
     );
 }
 
