@@ -281,46 +281,45 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
     }
 }
 
-/// Block-scaled FP8 GEMM, bf16 output; see the module docs, [`GemmParams`] and
-/// [`BlockScaleParams`].
-///
-/// # Safety
-/// See `gemm`: tensor maps and parameters as the host launcher (`warpforge::gemm_fp8`) builds
-/// them.
-#[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
-pub unsafe fn gemm_fp8_blockscaled_bf16_sm90(
-    #[grid_constant] a_map: &TensorMap,
-    #[grid_constant] b_map: &TensorMap,
-    #[grid_constant] d_map: &TensorMap,
-    #[grid_constant] a_scale_map: &TensorMap,
-    #[grid_constant] b_scale_map: &TensorMap,
-    params: GemmParams,
-    plan: TilePlan,
-    scales: BlockScaleParams,
-) {
-    let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
-    // SAFETY: forwarded to the launcher's contract (one batch, one expert).
-    unsafe { gemm::<_, Solo>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
+/// `#[kernel]` entries over [`gemm`] for dense problems (one batch, one expert): docs, name,
+/// CTA arrangement, cluster shape.
+macro_rules! fp8_entries {
+    ($($(#[$doc:meta])* $name:ident: $group:ty $(, cluster = $cluster:tt)?;)*) => {$(
+        $(#[$doc])*
+        #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1 $(, cluster = $cluster)?)]
+        pub unsafe fn $name(
+            #[grid_constant] a_map: &TensorMap,
+            #[grid_constant] b_map: &TensorMap,
+            #[grid_constant] d_map: &TensorMap,
+            #[grid_constant] a_scale_map: &TensorMap,
+            #[grid_constant] b_scale_map: &TensorMap,
+            params: GemmParams,
+            plan: TilePlan,
+            scales: BlockScaleParams,
+        ) {
+            let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
+            // SAFETY: forwarded to the launcher's contract (one batch, one expert; pairs of
+            // tiles for the cluster entry).
+            unsafe { gemm::<_, $group>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
+        }
+    )*};
 }
 
-/// Block-scaled FP8 GEMM in 2 × 1 clusters: the two CTAs of a cluster take vertically adjacent
-/// tiles, and each loads half of every B slot and multicasts it to both (data-parallel plans).
-///
-/// # Safety
-/// As for [`gemm_fp8_blockscaled_bf16_sm90`], with `b_map`'s box 128 × 64 × 1 (half a tile's B)
-/// and `plan` over pairs of tile rows (two CTAs per worker, a data-parallel schedule).
-#[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1, cluster = (2, 1, 1))]
-pub unsafe fn gemm_fp8_blockscaled_bf16_cluster_sm90(
-    #[grid_constant] a_map: &TensorMap,
-    #[grid_constant] b_map: &TensorMap,
-    #[grid_constant] d_map: &TensorMap,
-    #[grid_constant] a_scale_map: &TensorMap,
-    #[grid_constant] b_scale_map: &TensorMap,
-    params: GemmParams,
-    plan: TilePlan,
-    scales: BlockScaleParams,
-) {
-    let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
-    // SAFETY: forwarded to the launcher's contract (one batch, one expert, pairs of tiles).
-    unsafe { gemm::<_, Pair>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
+fp8_entries! {
+    /// Block-scaled FP8 GEMM, bf16 output; see the module docs, [`GemmParams`] and
+    /// [`BlockScaleParams`].
+    ///
+    /// # Safety
+    /// See `gemm`: tensor maps and parameters as the host launcher (`warpforge::gemm_fp8`)
+    /// builds them.
+    gemm_fp8_blockscaled_bf16_sm90: Solo;
+    /// Block-scaled FP8 GEMM in 2 × 1 clusters: the two CTAs of a cluster take vertically
+    /// adjacent tiles, and each loads half of every B slot and multicasts it to both
+    /// (data-parallel plans).
+    ///
+    /// # Safety
+    /// As for [`gemm_fp8_blockscaled_bf16_sm90`], with `b_map`'s box 128 × 64 × 1 (half a
+    /// tile's B) and `plan` over pairs of tile rows (two CTAs per worker, a data-parallel
+    /// schedule).
+    gemm_fp8_blockscaled_bf16_cluster_sm90: Pair, cluster = (2, 1, 1);
 }
