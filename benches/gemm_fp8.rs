@@ -32,9 +32,11 @@
 //!
 //! Run: `cargo bench --bench kernels -- gemm_fp8` (on a GPU machine: `.gpu/bench gemm_fp8`).
 //! Optional arguments: `quick` (M ∈ {128, 2048} only), `filter=<text>` (only shapes whose
-//! `MxNxK` label contains the text, e.g. `filter=x7168x2048` or `filter=4096x`), `list` (print
+//! `MxNxK` label contains the text, e.g. `filter=x7168x2048` or `filter=4096x`), `m=1,16,64`
+//! (these rows instead of M 64–4096, e.g. for the decode regime), `list` (print
 //! the shapes and stop), `clusters=pairs` or `clusters=off` (force warpforge's 2 × 1 cluster
-//! choice instead of its own). Writes `gemm_fp8.csv` and `gemm_fp8.svg` to `$OUT` (or the current
+//! choice instead of its own), `tile=wide` or `tile=narrow` (force its 64 × 256 or 128 × 128
+//! tile), `split=N` (at most N CTAs per tile's K loop). Writes `gemm_fp8.csv` and `gemm_fp8.svg` to `$OUT` (or the current
 //! directory).
 
 use std::ffi::c_void;
@@ -49,7 +51,7 @@ use cudarc::cublaslt::sys::cublasLtMatmulMatrixScale_t as ScaleMode;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
 use warpforge::logic::quant::{Minifloat, block_scale_index, group_scale_index, group_scale_pitch};
-use warpforge::{Clusters, Fp8GemmProblem};
+use warpforge::{Clusters, Fp8GemmProblem, KSplit, TileWidth};
 
 use crate::common::{
     Bar, Bench, EPS_BF16, EPS_F32, Result, geomean, median, mix, ratio_svg, sample_positions, sm_clock_mhz,
@@ -451,8 +453,8 @@ impl Shape {
     }
 }
 
-fn shapes(quick: bool, filter: Option<&str>) -> Vec<Shape> {
-    let rows: &[usize] = if quick { &QUICK_ROWS } else { &ROWS };
+fn shapes(quick: bool, filter: Option<&str>, rows: Option<&[usize]>) -> Vec<Shape> {
+    let rows: &[usize] = rows.unwrap_or(if quick { &QUICK_ROWS } else { &ROWS });
     PROJECTIONS
         .iter()
         .flat_map(|&(n, k)| rows.iter().map(move |&m| Shape { m, n, k }))
@@ -485,13 +487,34 @@ impl Row {
 pub fn main() -> Result<()> {
     let quick = std::env::args().any(|a| a == "quick");
     let filter: Option<String> = std::env::args().find_map(|a| a.strip_prefix("filter=").map(String::from));
-    let shapes = shapes(quick, filter.as_deref());
+    // `m=1,16,64` replaces the rows (M) of every projection.
+    let rows: Option<Vec<usize>> = match std::env::args().find_map(|a| a.strip_prefix("m=").map(String::from)) {
+        None => None,
+        Some(list) => Some(
+            list.split(',')
+                .map(|m| m.parse::<usize>().map_err(|e| format!("m={list}: {e}")))
+                .collect::<std::result::Result<_, _>>()?,
+        ),
+    };
+    let shapes = shapes(quick, filter.as_deref(), rows.as_deref());
     // `clusters=pairs` / `clusters=off` force warpforge's cluster choice (default: its own).
     let clusters = match std::env::args().find_map(|a| a.strip_prefix("clusters=").map(String::from)).as_deref() {
         None => Clusters::Auto,
         Some("pairs") => Clusters::Pairs,
         Some("off") => Clusters::Off,
         Some(other) => return Err(format!("clusters={other}: expected pairs or off").into()),
+    };
+    // `tile=wide` / `tile=narrow` force warpforge's tile (default: its own).
+    let tile_width = match std::env::args().find_map(|a| a.strip_prefix("tile=").map(String::from)).as_deref() {
+        None => TileWidth::Auto,
+        Some("wide") => TileWidth::Wide,
+        Some("narrow") => TileWidth::Narrow,
+        Some(other) => return Err(format!("tile={other}: expected wide or narrow").into()),
+    };
+    // `split=N` forces at most N CTAs per tile (default: warpforge's model).
+    let k_split = match std::env::args().find_map(|a| a.strip_prefix("split=").map(String::from)) {
+        None => KSplit::Auto,
+        Some(ways) => KSplit::Ways(ways.parse().map_err(|e| format!("split={ways}: {e}"))?),
     };
     if std::env::args().any(|a| a == "list") {
         shapes.iter().for_each(|s| println!("{}", s.label()));
@@ -505,14 +528,14 @@ pub fn main() -> Result<()> {
     println!(
         "{} — warpforge block-scaled FP8 GEMM (e4m3, 1×128 / 128×128 f32 scales, bf16 D) vs cuBLASLt {}.{}.{} \
          ({version}): blockwise (A_lt BLK128x128_32F, B_lt VEC128_32F) and per-tensor (SCALAR_32F); \
-         times in µs, ratios = cuBLASLt time ÷ ours; warpforge's clusters: {clusters:?}",
+         times in µs, ratios = cuBLASLt time ÷ ours; warpforge's clusters: {clusters:?}, tile: {tile_width:?}, K split: {k_split:?}",
         device.attributes().name,
         version / 10000,
         version % 10000 / 100,
         version % 100
     );
     println!(
-        "{:>5} {:>6} {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>8} {:>5}  check ours/blk/pt",
+        "{:>5} {:>6} {:>6} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>8} {:>5}  check ours/blk/pt  our plan",
         "M", "N", "K", "ours µs", "blk µs", "pt µs", "TF/s", "GB/s", "blk÷ours", "pt÷ours", "MHz"
     );
     let lt = Lt::new(&stream)?;
@@ -530,7 +553,7 @@ pub fn main() -> Result<()> {
         for s in 1..sets_n {
             sets.push(DeviceSet::new(&stream, &HostSet::new(s as u64 + 1, m, n, k), m, n, k)?);
         }
-        let problem = Fp8GemmProblem { clusters, ..Fp8GemmProblem::new(m, n, k) };
+        let problem = Fp8GemmProblem { clusters, tile_width, k_split, ..Fp8GemmProblem::new(m, n, k) };
         // cuBLASLt's two modes; a refusal (descriptors, heuristic, or the first call) reads n/a.
         let mut lt_gemms: [Option<LtGemm>; 3] = [None, None, None];
         for side in [BLOCKWISE, PER_TENSOR] {
@@ -606,8 +629,10 @@ pub fn main() -> Result<()> {
         let bytes = (m * k + n * k + 2 * m * n + scale_bytes) as f64;
         let us = |side: usize| or_na(seconds[side].map(|s| s * 1e6), 1);
         let verdict = if ours_error > 1.0 { " FAIL" } else { "" };
+        let plan = wf.fp8_gemm_plan(&problem)?;
+        let plan = format!("{}×{} {:?} grid {}", plan.tile.0, plan.tile.1, plan.schedule, plan.grid);
         println!(
-            "{m:>5} {n:>6} {k:>6} {:>9} {:>9} {:>9} {:>8.1} {:>7.0} {:>8} {:>8} {:>5}  {}/{}/{}{verdict}",
+            "{m:>5} {n:>6} {k:>6} {:>9} {:>9} {:>9} {:>8.1} {:>7.0} {:>8} {:>8} {:>5}  {}/{}/{}{verdict}  {plan}",
             us(OURS),
             us(BLOCKWISE),
             us(PER_TENSOR),

@@ -35,7 +35,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use half::bf16;
-use warpforge_abi::gemm_fp8_sm90::{A_BOX_ROWS, B_SCALE_BOX, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS};
+use warpforge_abi::gemm_fp8_sm90::{
+    A_BOX_ROWS, B_SCALE_BOX, BLOCK_K, BLOCK_M, BLOCK_N, SMEM_BYTES, THREADS, WIDE_BLOCK_M, WIDE_BLOCK_N,
+    WIDE_SMEM_BYTES,
+};
 use warpforge_abi::gemm_sm90::STORE_BOX_COLS;
 use warpforge_abi::{BlockScaleParams, GemmParams, TensorMap, TilePlan, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
@@ -45,7 +48,7 @@ use warpforge_logic::quant::group_scale_pitch;
 
 use crate::Warpforge;
 use crate::gemm::schedule::{GemmSchedule, tile_plan};
-use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, MAX_PITCH, PAIR, TileWidth, check};
+use crate::gemm::{Clusters, Consumers, GemmPath, GemmPlan, KSplit, MAX_K_SPLIT, MAX_PITCH, PAIR, TileWidth, check};
 
 /// K must be a multiple of this many elements (16 bytes of e4m3: TMA's row-pitch unit).
 pub const FP8_K_ALIGN: usize = 16;
@@ -104,6 +107,15 @@ pub struct Fp8GemmProblem {
     /// choice; results are the same): `Auto` (warpforge's choice per shape), `Off`, or `Pairs`
     /// (data-parallel over pairs of tile rows).
     pub clusters: Clusters,
+    /// The tile (a performance choice; results are the same): `Auto` (warpforge's choice per
+    /// shape), `Narrow` (128 × 128, the two consumer warpgroups stacked, 64 rows each) or `Wide`
+    /// (64 × 256, the two side by side, 128 columns each, sharing one A box: the decode regime's
+    /// tile). `Wide` runs without clusters: forcing it with `Clusters::Pairs` is refused.
+    pub tile_width: TileWidth,
+    /// How many CTAs share one tile's K loop (a performance choice): `Auto` (warpforge's model),
+    /// or `Ways(n)`, 1 to [`MAX_K_SPLIT`], as for the 16-bit GEMM
+    /// ([`KSplit::Ways`]); not with `Clusters::Pairs`, whose pairs run whole tiles.
+    pub k_split: KSplit,
 }
 
 /// What a valid [`Fp8GemmProblem`] reads and writes (elements of each buffer).
@@ -130,13 +142,22 @@ pub struct Fp8GemmExtents {
 impl Fp8GemmProblem {
     /// An `m × n × k` problem with a packed D (`ldd = n`).
     pub fn new(m: usize, n: usize, k: usize) -> Self {
-        Fp8GemmProblem { m, n, k, ldd: 0, clusters: Clusters::Auto }
+        Fp8GemmProblem { m, n, k, ldd: 0, clusters: Clusters::Auto, tile_width: TileWidth::Auto, k_split: KSplit::Auto }
     }
 
     /// Checks the shape rules and returns the extents (pure, checked arithmetic).
     pub fn check(&self) -> Result<Fp8GemmExtents> {
-        let Fp8GemmProblem { m, n, k, ldd, .. } = *self;
+        let Fp8GemmProblem { m, n, k, ldd, clusters, tile_width, k_split } = *self;
         check(m >= 1 && n >= 1, || format!("FP8 GEMM needs M, N ≥ 1 (got M = {m}, N = {n})"))?;
+        check(!(clusters == Clusters::Pairs && tile_width == TileWidth::Wide), || {
+            "FP8 GEMM: wide 64 × 256 tiles run without clusters (Clusters::Pairs takes 128 × 128 tiles)".into()
+        })?;
+        if let KSplit::Ways(ways) = k_split {
+            check((1..=MAX_K_SPLIT).contains(&ways), || {
+                format!("FP8 GEMM: KSplit::Ways({ways}): 1 to {MAX_K_SPLIT} CTAs per tile")
+            })?;
+            check(clusters != Clusters::Pairs, || "FP8 GEMM: a forced K split runs without clusters".into())?;
+        }
         check(k >= FP8_K_ALIGN && k.is_multiple_of(FP8_K_ALIGN), || {
             format!("FP8 GEMM needs K a positive multiple of {FP8_K_ALIGN} (16-byte e4m3 rows for TMA); got {k}")
         })?;
@@ -181,24 +202,29 @@ pub(crate) fn check_buffers(e: &Fp8GemmExtents, lens: [usize; 5], addrs: [u64; 4
 }
 
 /// The schedule and tile plan of an FP8 launch: the 16-bit GEMM's (`gemm/schedule.rs`: the same
-/// wave and fix-up model, over 128 × 128 tiles of `k_blocks` 128-wide K blocks), or with
-/// `pairs` whole pairs of vertically adjacent tiles over `capacity / 2` clusters.
+/// wave and fix-up model, over `tile` (rows × columns: 128 × 128, or 64 × 256 for the wide
+/// entry) tiles of `k_blocks` 128-wide K blocks), or with `pairs` whole pairs of vertically
+/// adjacent tiles over `capacity / 2` clusters, or with `ways` at most that many CTAs per tile
+/// (`GemmSchedule::split`).
 pub(crate) fn fp8_schedule(
-    m: usize,
-    n: usize,
+    (m, n): (usize, usize),
+    tile: (u32, u32),
     k_blocks: u32,
     capacity: u32,
-    pairs: bool,
+    (pairs, ways): (bool, Option<u32>),
 ) -> Result<(GemmSchedule, TilePlan)> {
-    let tiles_m = m.div_ceil(BLOCK_M as usize) as u32;
-    let tiles_n = n.div_ceil(BLOCK_N as usize) as u32;
+    let tiles_m = m.div_ceil(tile.0 as usize) as u32;
+    let tiles_n = n.div_ceil(tile.1 as usize) as u32;
     if pairs {
         let rows = tiles_m.div_ceil(2);
         let schedule = GemmSchedule::pairs(rows, tiles_n, capacity / 2);
         let tiles = tile_plan(rows, tiles_n, rows, k_blocks, &schedule, 2)?;
         return Ok((schedule, tiles));
     }
-    let schedule = GemmSchedule::choose(tiles_m, tiles_n, k_blocks, capacity);
+    let schedule = match ways {
+        Some(ways) => GemmSchedule::split(tiles_m, tiles_n, k_blocks, capacity, ways),
+        None => GemmSchedule::choose(tiles_m, tiles_n, k_blocks, capacity),
+    };
     let tiles = tile_plan(tiles_m, tiles_n, tiles_m, k_blocks, &schedule, 1)?;
     Ok((schedule, tiles))
 }
@@ -211,6 +237,19 @@ pub(crate) fn fp8_schedule(
 /// of B from L2 is not what the FP8 kernel lacks (docs/PERF.md).
 fn prefer_fp8_pairs(_m: usize, _n: usize, _capacity: u32) -> bool {
     false
+}
+
+/// Whether [`TileWidth::Auto`] takes the wide 64 × 256 tile for an `m`-row problem: when the
+/// rows fit one wide tile row (M ≤ 64, the decode regime, where the kernel streams B and the
+/// 128 × 128 tile spends half of each slot on A rows it re-reads from L2 for every column tile).
+fn prefer_fp8_wide(m: usize) -> bool {
+    m <= WIDE_BLOCK_M as usize
+}
+
+/// Whether the wide entry may run `e`: the B scale index of a wide tile's second 128 columns
+/// (one block past the last for a ragged last tile) is one TMA coordinate too.
+fn wide_scales_fit(e: &Fp8GemmExtents) -> bool {
+    e.b_scales + e.k_blocks < MAX_SCALE_INDEX
 }
 
 impl Warpforge {
@@ -240,6 +279,7 @@ impl Warpforge {
         check_buffers(&e, lens, [a_ptr, sa_ptr, b_ptr, sb_ptr])?;
 
         let plan = self.fp8_gemm_plan(problem)?;
+        let wide = plan.tile_width == TileWidth::Wide;
         let (m, n, k) = (problem.m, problem.n, problem.k);
         let operand = |ptr: u64, len: usize, rows: usize, box_rows: u32| -> Result<TensorMap> {
             let builder = TensorMapBuilder::<u8>::new(&[k as u64, rows as u64, 1], &[BLOCK_K, box_rows, 1])
@@ -254,7 +294,11 @@ impl Warpforge {
         // A pair's CTAs each load half of B's rows per slot and multicast them.
         let b_map = operand(b_ptr, lens[2], n, if pairs { BLOCK_N / 2 } else { BLOCK_N })?;
 
-        let entry = if pairs { entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER } else { entries::GEMM_FP8_BLOCKSCALED_BF16 };
+        let (entry, smem) = match (pairs, wide) {
+            (true, _) => (entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER, SMEM_BYTES),
+            (false, true) => (entries::GEMM_FP8_BLOCKSCALED_BF16_WIDE, WIDE_SMEM_BYTES),
+            (false, false) => (entries::GEMM_FP8_BLOCKSCALED_BF16, SMEM_BYTES),
+        };
         let kernel = self.entry(entry)?;
         let mut stream_k_cache = self.stream_k_cache().lock()?;
         let ((workspace, workspace_access), (flags, flags_access)) =
@@ -299,7 +343,7 @@ impl Warpforge {
         let (sa_map, sb_map) =
             unsafe { scale_maps((sa_ptr, lens[1]), (sb_ptr, lens[3]), (m, e.k_blocks, 1, 0), e.b_scales)? };
         let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
-        let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(SMEM_BYTES);
+        let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(smem);
         if pairs {
             config = config.with_cluster(PAIR);
         }
@@ -309,7 +353,8 @@ impl Warpforge {
         // round_up(M, 4) ≤ 2^31, K blocks ≤ 2^24); `m ≥ 1`; the stream-K slots and zeroed flags
         // cover the grid and are this stream's alone, and the grid is resident, so every
         // awaited CTA runs; with pairs, the grid is whole resident clusters and the B map's box
-        // is half a tile, as the cluster entry expects.
+        // is half a tile, as the cluster entry expects; the wide entry's plan is over 64 × 256
+        // tiles and its second B scale box's index fits (`wide_scales_fit`).
         unsafe {
             kernel.launch(stream, &config, (a_map, b_map, d_map, sa_map, sb_map, params, plan.tiles, scales), keep)?;
         }
@@ -319,35 +364,58 @@ impl Warpforge {
     }
 
     /// The plan [`Warpforge::fp8_gemm`] launches for `problem` (after the same shape checks;
-    /// buffers are not needed): the entry, its 128 × 128 tile, the schedule and the grid.
+    /// buffers are not needed): the entry, its tile (128 × 128, or 64 × 256 wide), the schedule
+    /// and the grid.
     pub fn fp8_gemm_plan(&self, problem: &Fp8GemmProblem) -> Result<GemmPlan> {
         self.check_sm90("fp8_gemm")?;
         let e = problem.check()?;
+        let wide = match problem.tile_width {
+            TileWidth::Narrow => false,
+            TileWidth::Wide => {
+                check(wide_scales_fit(&e), || {
+                    format!("FP8 GEMM: wide tiles index B's scales past 2^31 − 1 ({} of them)", e.b_scales)
+                })?;
+                true
+            }
+            TileWidth::Auto => problem.clusters != Clusters::Pairs && prefer_fp8_wide(problem.m) && wide_scales_fit(&e),
+        };
         let solo = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
         let capacity = solo.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
         let pairs = match problem.clusters {
             Clusters::Off => false,
             Clusters::Pairs => true,
-            Clusters::Auto => prefer_fp8_pairs(problem.m, problem.n, capacity),
+            Clusters::Auto => {
+                !wide && problem.k_split == KSplit::Auto && prefer_fp8_pairs(problem.m, problem.n, capacity)
+            }
         };
-        let (entry, capacity) = if pairs {
+        let (entry, capacity, tile) = if pairs {
             let entry = entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER;
             let kernel = self.entry(entry)?;
-            (entry, kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, Some(PAIR), u64::MAX)?.blocks)
+            let capacity = kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, Some(PAIR), u64::MAX)?.blocks;
+            (entry, capacity, (BLOCK_M, BLOCK_N))
+        } else if wide {
+            let entry = entries::GEMM_FP8_BLOCKSCALED_BF16_WIDE;
+            let kernel = self.entry(entry)?;
+            let capacity = kernel.kernel().plan_persistent(THREADS, WIDE_SMEM_BYTES, None, u64::MAX)?.blocks;
+            (entry, capacity, (WIDE_BLOCK_M, WIDE_BLOCK_N))
         } else {
-            (entries::GEMM_FP8_BLOCKSCALED_BF16, capacity)
+            (entries::GEMM_FP8_BLOCKSCALED_BF16, capacity, (BLOCK_M, BLOCK_N))
         };
         check(capacity >= 2 || !pairs, || "no 2 × 1 cluster of the FP8 GEMM is resident on this device".into())?;
-        let (schedule, tiles) = fp8_schedule(problem.m, problem.n, e.k_blocks as u32, capacity, pairs)?;
+        let ways = match problem.k_split {
+            KSplit::Auto => None,
+            KSplit::Ways(ways) => Some(ways),
+        };
+        let (schedule, tiles) = fp8_schedule((problem.m, problem.n), tile, e.k_blocks as u32, capacity, (pairs, ways))?;
         let (schedule, grid) = (schedule.mode, schedule.grid);
         Ok(GemmPlan {
             chosen_by: crate::PlanSource::Model,
             path: GemmPath::TensorCores,
             entry: entry.name(),
             consumers: Consumers::Cooperative,
-            tile_width: TileWidth::Narrow,
+            tile_width: if wide { TileWidth::Wide } else { TileWidth::Narrow },
             clusters: if pairs { Clusters::Pairs } else { Clusters::Off },
-            tile: (BLOCK_M, BLOCK_N),
+            tile,
             schedule,
             grid,
             tiles,
@@ -361,6 +429,8 @@ mod tests {
     use warpforge_logic::schedule::stream_k::StreamKMode;
 
     const H200_SMS: u32 = 132;
+    const SQUARE: (u32, u32) = (BLOCK_M, BLOCK_N);
+    const WIDE: (u32, u32) = (WIDE_BLOCK_M, WIDE_BLOCK_N);
 
     fn refused(p: Fp8GemmProblem, words: &str) {
         match p.check() {
@@ -462,9 +532,13 @@ mod tests {
             for n in [1usize, 100, 4096, 7168, 18432] {
                 for k in [16usize, 112, 128, 2048, 7168] {
                     let kb = k.div_ceil(128) as u32;
-                    let grid = fp8_schedule(m, n, kb, H200_SMS, false).unwrap().0.grid;
+                    let grid = fp8_schedule((m, n), SQUARE, kb, H200_SMS, (false, None)).unwrap().0.grid;
                     assert!((1..=H200_SMS).contains(&grid), "{m}×{n}×{k}: grid {grid}");
-                    let (paired, plan) = fp8_schedule(m, n, kb, H200_SMS, true).unwrap();
+                    let (wide, plan) = fp8_schedule((m, n), WIDE, kb, H200_SMS, (false, None)).unwrap();
+                    assert!((1..=H200_SMS).contains(&wide.grid), "{m}×{n}×{k}: wide grid {}", wide.grid);
+                    let wide_tiles = (m.div_ceil(64) * n.div_ceil(256)) as u32;
+                    assert_eq!(plan.raster.tile_count(), wide_tiles, "{m}×{n}×{k}");
+                    let (paired, plan) = fp8_schedule((m, n), SQUARE, kb, H200_SMS, (true, None)).unwrap();
                     assert!(paired.grid.is_multiple_of(2) && (2..=H200_SMS).contains(&paired.grid));
                     assert_eq!(paired.mode, StreamKMode::DataParallel, "{m}×{n}×{k}");
                     // Pairs of tile rows: a ragged last pair's second CTA still has a tile slot.
@@ -474,6 +548,30 @@ mod tests {
             }
         }
         // One row, a 4096-wide weight, K = 7168: 32 tiles on 132 SMs split K.
-        assert_eq!(fp8_schedule(1, 4096, 56, H200_SMS, false).unwrap().0.mode, StreamKMode::Pure);
+        assert_eq!(fp8_schedule((1, 4096), SQUARE, 56, H200_SMS, (false, None)).unwrap().0.mode, StreamKMode::Pure);
+        // On wide tiles the same weight is 16 tiles: still K split over the SMs.
+        assert_eq!(fp8_schedule((1, 4096), WIDE, 56, H200_SMS, (false, None)).unwrap().0.mode, StreamKMode::Pure);
+    }
+
+    #[test]
+    fn wide_tiles_are_the_decode_rule_and_refused_with_pairs() {
+        assert!(prefer_fp8_wide(1) && prefer_fp8_wide(64));
+        assert!(!prefer_fp8_wide(65) && !prefer_fp8_wide(4096));
+        let forced = |clusters, tile_width| Fp8GemmProblem { clusters, tile_width, ..Fp8GemmProblem::new(8, 8, 128) };
+        refused(forced(Clusters::Pairs, TileWidth::Wide), "wide 64 × 256 tiles run without clusters");
+        assert!(forced(Clusters::Off, TileWidth::Wide).check().is_ok());
+        assert!(forced(Clusters::Pairs, TileWidth::Narrow).check().is_ok());
+        let split =
+            |clusters, ways| Fp8GemmProblem { clusters, k_split: KSplit::Ways(ways), ..Fp8GemmProblem::new(8, 8, 128) };
+        refused(split(Clusters::Off, 0), "KSplit::Ways(0): 1 to 16");
+        refused(split(Clusters::Off, 17), "KSplit::Ways(17): 1 to 16");
+        refused(split(Clusters::Pairs, 2), "a forced K split runs without clusters");
+        assert!(split(Clusters::Auto, 16).check().is_ok());
+        // The second B scale box of a ragged last wide tile indexes one block row past B's.
+        // (2^23 − 1) block rows × 256 K blocks: B scales + K blocks = 2^31, refused for wide tiles.
+        let e = Fp8GemmProblem::new(8, (1 << 30) - 128, 1 << 15).check().unwrap();
+        assert_eq!(e.b_scales, MAX_SCALE_INDEX - 256);
+        assert!(!wide_scales_fit(&e));
+        assert!(wide_scales_fit(&Fp8GemmProblem::new(64, 7168, 16384).check().unwrap()));
     }
 }

@@ -262,6 +262,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::NVFP4_DECODE_F32);
     check(d, entries::GEMM_FP8_BLOCKSCALED_BF16);
     check(d, entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER);
+    check(d, entries::GEMM_FP8_BLOCKSCALED_BF16_WIDE);
     check(d, entries::GEMM_GROUPED_CONTIGUOUS_BF16);
     check(d, entries::GEMM_GROUPED_MASKED_BF16);
     check(d, entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16);
@@ -280,7 +281,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     }
     assert_eq!(
         declared.len(),
-        77,
+        78,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

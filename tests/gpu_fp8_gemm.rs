@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use warpforge::logic::blockscaled::{PROMOTE_EVERY_K, a_scales_len, b_scales_len, k_blocks};
 use warpforge::logic::quant::{self as q, Minifloat};
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Clusters, Error, Fp8GemmProblem, ScaleRounding};
+use warpforge::{Clusters, Error, Fp8GemmProblem, KSplit, ScaleRounding, TileWidth};
 
 use crate::common::{EPS_BF16, gpu, mix, random_f32};
 
@@ -234,6 +234,16 @@ proptest! {
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
+    fn wide_tiles_match_the_dequantised_product(
+        m in 1usize..200, n in 1usize..700, k in k16(), seed in any::<u64>(), pad in 0usize..3,
+    ) {
+        let ldd = if pad == 0 { 0 } else { n + pad };
+        let problem = Fp8GemmProblem { ldd, tile_width: TileWidth::Wide, ..Fp8GemmProblem::new(m, n, k) };
+        run_problem(&Quantised::new(m, n, k, seed, seed % 2 == 0), problem)?;
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
     fn pitched_outputs_leave_the_padding_alone(
         m in 1usize..200, n in 1usize..200, pad in 1usize..40, k in k16(), seed in any::<u64>(),
     ) {
@@ -272,6 +282,56 @@ fn pairs_match_the_dequantised_product() {
         let plan = wf.fp8_gemm_plan(&problem).unwrap();
         assert_eq!((plan.clusters, plan.schedule), (Clusters::Pairs, StreamKMode::DataParallel));
         run_problem(&Quantised::new(m, n, k, (3 * m + n + k) as u64, true), problem).unwrap();
+    }
+}
+
+/// The wide 64 × 256 tile: `Auto` takes it up to 64 rows and not above; forced, it runs every
+/// schedule — a long K on few tiles (pure stream-K), a partial last wave (hybrid), many tiles per
+/// CTA (data-parallel) — and the edges: N within one 128-column block (the second warpgroup's
+/// columns entirely past N), N one past a tile, several tile rows, K off the 128-wide block.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn wide_tiles_on_every_schedule_and_edge() {
+    let wf = &gpu().1;
+    for m in [1, 17, 64] {
+        assert_eq!(wf.fp8_gemm_plan(&Fp8GemmProblem::new(m, 7168, 2048)).unwrap().tile, (64, 256), "M = {m}");
+    }
+    assert_eq!(wf.fp8_gemm_plan(&Fp8GemmProblem::new(65, 7168, 2048)).unwrap().tile, (128, 128));
+    let mut modes = Vec::new();
+    for (m, n, k) in [
+        (64, 4096, 7168),
+        (64, 7168, 2064),
+        (1, 24576, 1536),
+        (640, 4096, 512),
+        (5, 100, 144),
+        (64, 257, 1024),
+        (130, 700, 400),
+    ] {
+        let problem = Fp8GemmProblem { tile_width: TileWidth::Wide, ..Fp8GemmProblem::new(m, n, k) };
+        let plan = wf.fp8_gemm_plan(&problem).unwrap();
+        assert_eq!((plan.tile, plan.clusters), ((64, 256), Clusters::Off), "{m}×{n}×{k}");
+        modes.push(plan.schedule);
+        run_problem(&Quantised::new(m, n, k, (5 * m + n + 3 * k) as u64, true), problem).unwrap();
+    }
+    for mode in [StreamKMode::DataParallel, StreamKMode::Hybrid, StreamKMode::Pure] {
+        assert!(modes.contains(&mode), "no {mode:?} case among {modes:?}");
+    }
+}
+
+/// Forced K splits (`KSplit::Ways`) on both tiles: up to 16 CTAs per tile, splits that do and do
+/// not divide the K loop, and more CTAs than the problem has K blocks per tile.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn forced_k_splits_match_the_dequantised_product() {
+    let wf = &gpu().1;
+    for tile_width in [TileWidth::Narrow, TileWidth::Wide] {
+        for (m, n, k, ways) in [(64, 2112, 7168, 16), (16, 700, 1040, 5), (100, 300, 384, 4), (1, 4096, 2048, 2)] {
+            let problem = Fp8GemmProblem { tile_width, k_split: KSplit::Ways(ways), ..Fp8GemmProblem::new(m, n, k) };
+            let plan = wf.fp8_gemm_plan(&problem).unwrap();
+            let tiles = (m.div_ceil(plan.tile.0 as usize) * n.div_ceil(plan.tile.1 as usize)) as u32;
+            assert!(plan.grid <= tiles * ways, "{m}×{n}×{k} {tile_width:?}: grid {} over {tiles} tiles", plan.grid);
+            run_problem(&Quantised::new(m, n, k, (m + 7 * n + k + ways as usize) as u64, false), problem).unwrap();
+        }
     }
 }
 

@@ -48,7 +48,7 @@ impl GemmSchedule {
     /// At most `ways` CTAs per tile ([`crate::KSplit::Ways`]): pure stream-K over
     /// `min(tiles · ways, capacity, tiles · k_slices)` CTAs when that exceeds the tiles (each
     /// CTA then has at least one K slice), data-parallel otherwise.
-    pub(super) fn split(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32, ways: u32) -> Self {
+    pub(crate) fn split(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32, ways: u32) -> Self {
         let tiles = tiles_m as u64 * tiles_n as u64;
         let capacity = capacity.max(1) as u64;
         let grid = (tiles * ways.max(1) as u64).min(capacity).min(tiles * k_slices.max(1) as u64);

@@ -106,6 +106,29 @@ pub mod gemm_fp8_sm90 {
     );
     const _: () =
         assert!(BLOCK_M * BLOCK_N <= gemm_sm90::PARTIAL_SLOT_FLOATS, "a partial tile fits the body's stream-K slot");
+
+    /// Rows of D per tile of the wide entry (`gemm_fp8_blockscaled_bf16_wide_sm90`): one
+    /// 64-row A box that both consumer warpgroups read, each against its own 128 columns of B.
+    pub const WIDE_BLOCK_M: u32 = A_BOX_ROWS;
+    /// Columns of D per wide tile: two 128-row blocks of B (and of B's scales), side by side.
+    pub const WIDE_BLOCK_N: u32 = 2 * BLOCK_N;
+    /// Ring depth of the wide entry: four slots of 40 KiB of operands (A 8 KiB, B 32 KiB), all
+    /// that fits beside the output staging.
+    pub const WIDE_STAGES: u32 = 4;
+    /// Bytes of scales per wide slot: a box of A's scales (the map's, `BLOCK_M` rows from the
+    /// tile's first; the consumers read the first 64) and one B scale box per 128 columns.
+    pub const WIDE_SCALE_BYTES: u32 = (BLOCK_M + 2 * B_SCALE_BOX) * 4;
+    /// Dynamic shared memory of the wide entry: its ring, the same output staging (two
+    /// 64 × 128 blocks), the ring's barriers and alignment slack.
+    pub const WIDE_SMEM_BYTES: u32 = WIDE_STAGES * ((WIDE_BLOCK_M + WIDE_BLOCK_N) * BLOCK_K + WIDE_SCALE_BYTES)
+        + BLOCK_M * gemm_sm90::EPILOGUE_COLS * 2
+        + 2 * WIDE_STAGES * 8
+        + 1024;
+    const _: () = assert!(WIDE_SMEM_BYTES <= gemm_sm90::SMEM_BYTES, "resident like the GEMM body, as above");
+    const _: () = assert!(
+        WIDE_BLOCK_M * WIDE_BLOCK_N <= gemm_sm90::PARTIAL_SLOT_FLOATS,
+        "a wide partial tile fits the body's stream-K slot"
+    );
 }
 
 /// The scales of the block-scaled FP8 GEMM besides their tensor maps (layouts of
@@ -537,6 +560,10 @@ pub mod entries {
     /// B slot by multicast (B's box is half a tile), data-parallel plans over pairs of tile rows.
     pub const GEMM_FP8_BLOCKSCALED_BF16_CLUSTER: Entry<GemmFp8Sm90> =
         Entry::new("gemm_fp8_blockscaled_bf16_cluster_sm90");
+    /// Block-scaled FP8 GEMM on 64 × 256 tiles: one A box of 64 rows, two 128-column blocks of
+    /// B side by side, one per consumer warpgroup (the decode regime's tile: a quarter of the
+    /// slot is A, against half on 128 × 128 tiles at M ≤ 64).
+    pub const GEMM_FP8_BLOCKSCALED_BF16_WIDE: Entry<GemmFp8Sm90> = Entry::new("gemm_fp8_blockscaled_bf16_wide_sm90");
     /// Grouped (mixture-of-experts) GEMM, bf16 in and out, contiguous layout (`GroupedParams`):
     /// the 16-bit body on 128 × 256 tiles, tiles without rows skipped.
     pub const GEMM_GROUPED_CONTIGUOUS_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_contiguous_bf16_sm90");

@@ -31,8 +31,17 @@
 //!
 //! Shared memory: 5 slots × ((128 + 128) × 128 B of operands + 640 B of scales) ≈ 163 KiB of
 //! ring, 32 KiB of output staging, the ring's barriers: `gemm_fp8_sm90::SMEM_BYTES`. Measured ratio vs cuBLASLt: docs/PERF.md.
+//!
+//! The wide entry (`WIDE`) arranges the same two consumers side by side on 64 × 256 tiles:
+//! each slot holds one 64-row A box, which both read, and two 128-row B tiles, one each, with
+//! a B scale box per tile (4 slots: `gemm_fp8_sm90::WIDE_SMEM_BYTES`). At M ≤ 64, where the
+//! problem streams B, a quarter of each slot's bytes is A instead of half (most of it re-read
+//! from L2 by every column tile), and four slots hold 128 KiB of B in flight instead of five
+//! slots' 80 KiB.
 
-use warpforge_dsl::abi::gemm_fp8_sm90::{A_BOX_ROWS, B_SCALE_BOX, BLOCK_K, BLOCK_M, BLOCK_N, STAGES};
+use warpforge_dsl::abi::gemm_fp8_sm90::{
+    A_BOX_ROWS, B_SCALE_BOX, BLOCK_K, BLOCK_M, BLOCK_N, STAGES, WIDE_BLOCK_M, WIDE_BLOCK_N, WIDE_STAGES,
+};
 use warpforge_dsl::abi::gemm_sm90::{CONSUMERS, PARTIAL_SLOT_FLOATS};
 use warpforge_dsl::abi::{BlockScaleParams, GemmParams, TensorMap, TilePlan};
 use warpforge_dsl::logic::fragment::acc_thread_row;
@@ -56,7 +65,9 @@ use crate::gemm_epilogue::Linear;
 use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
 
 const K_BLOCK: usize = BLOCK_K as usize;
-const RING: usize = STAGES as usize;
+/// Ring depths of the stacked (128 × 128) and wide (64 × 256) arrangements.
+pub(crate) const RING: usize = STAGES as usize;
+const WIDE_RING: usize = WIDE_STAGES as usize;
 const A_ROWS: usize = A_BOX_ROWS as usize;
 const B_ROWS: usize = BLOCK_N as usize;
 /// Rows of B each CTA of a 2 × 1 cluster loads and multicasts.
@@ -69,20 +80,26 @@ const CONSUMER_REGS: u32 = 232;
 
 type ATile = SmemTile<E4m3, A_ROWS, K_BLOCK, Swizzle128B>; // (64, BLOCK_K)
 type BTile = SmemTile<E4m3, B_ROWS, K_BLOCK, Swizzle128B>; // (BLOCK_N, BLOCK_K)
-type ARing = SmemTileRing<E4m3, A_ROWS, K_BLOCK, Swizzle128B, RING>;
-type BRing = SmemTileRing<E4m3, B_ROWS, K_BLOCK, Swizzle128B, RING>;
+type ARing<const RING: usize> = SmemTileRing<E4m3, A_ROWS, K_BLOCK, Swizzle128B, RING>;
+type BRing<const RING: usize> = SmemTileRing<E4m3, B_ROWS, K_BLOCK, Swizzle128B, RING>;
 const TILE_ROWS: usize = BLOCK_M as usize;
 const B_SCALES: usize = B_SCALE_BOX as usize;
 /// A's scales of one K block for the tile's rows, and B's (element 0) for its columns.
 type AScales = SmemVector<f32, TILE_ROWS>;
 type BScales = SmemVector<f32, B_SCALES>;
-type AScaleRing = SmemVectorRing<f32, TILE_ROWS, RING>;
-type BScaleRing = SmemVectorRing<f32, B_SCALES, RING>;
+type AScaleRing<const RING: usize> = SmemVectorRing<f32, TILE_ROWS, RING>;
+type BScaleRing<const RING: usize> = SmemVectorRing<f32, B_SCALES, RING>;
 /// One consumer warpgroup's 64 × 128 block of D.
 type Acc = Acc64x128F32;
 
 /// f32 per 16-byte chunk: where a box of B's flattened scales may start.
 const B_SCALE_ALIGN: u32 = 4;
+
+/// Consumer `second`'s (warpgroup 2's) half of a pair, else the first's.
+#[inline(always)]
+fn pick<T: Copy>(pair: [T; 2], second: bool) -> T {
+    if second { pair[1] } else { pair[0] }
+}
 
 /// Flat index of the B scale of K block 0 for the 128 columns from `n0` of B batch `b_batch`
 /// (K block `kb`'s is `kb` further on).
@@ -101,14 +118,17 @@ fn b_scale_first(s: &BlockScaleParams, b_batch: u32, n0: u32) -> u32 {
 /// without swizzle ([`BlockScaleParams`]); `p` describes D as on [`GemmParams`] with
 /// `alpha = 1`, no C, bias or activation, `m ≥ 1`; `s` the K blocks (`ceil(K / 128)`) and B's
 /// per-expert stride, every flat B-scale index below 2^31;
-/// `plan` over 128 × 128 tiles of one batch and `k_blocks` slices per tile, for the launch's
-/// grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared memory. `schedule` turns
+/// `plan` over 128 × 128 tiles (64 × 256 when `WIDE`) of one batch and `k_blocks` slices per
+/// tile, for the launch's grid; 384 threads, `gemm_fp8_sm90::SMEM_BYTES` of dynamic shared
+/// memory (`WIDE_SMEM_BYTES` when `WIDE`); `RING` is `STAGES` (`WIDE_STAGES` when `WIDE`); `WIDE`
+/// only with `Solo` CTAs and, for each wide tile, B's scale index of its second 128 columns
+/// (`s.b_stride · b_batch + (n0 / 128 + 1) · k_blocks + kb`) below 2^31. `schedule` turns
 /// the tile geometry into the units every role follows (the dense plan, or a grouped GEMM's
 /// `ExpertTiles` over it, whose A/D batch `b` reads batch `b` of `sa_map` and whose B batch `e`
 /// reads B scales from flat index `e · s.b_stride`).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
+pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const RING: usize>(
     a_map: &TensorMap,
     b_map: &TensorMap,
     d_map: &TensorMap,
@@ -119,14 +139,26 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
     schedule: impl FnOnce(TileGeometry) -> S,
 ) {
     let (sa_map, sb_map) = scale_maps;
-    // Shared-memory plan.
+    const { assert!(RING == if WIDE { WIDE_RING } else { self::RING }, "the arrangement's ring depth") };
+    // Shared-memory plan: each consumer's A rows and B columns of a slot — stacked, two A boxes
+    // and one B tile; wide, one A box and two B tiles — the output staging, the scales.
     let mut smem = DynamicShared::window();
-    let a_top = ARing::alloc(&mut smem);
-    let a_bottom = ARing::alloc(&mut smem);
-    let b_ring = BRing::alloc(&mut smem);
+    let (a_rings, b_rings) = if WIDE {
+        let a = ARing::<RING>::alloc(&mut smem);
+        ([a, a], [BRing::<RING>::alloc(&mut smem), BRing::alloc(&mut smem)])
+    } else {
+        let a = [ARing::<RING>::alloc(&mut smem), ARing::alloc(&mut smem)];
+        let b = BRing::<RING>::alloc(&mut smem);
+        (a, [b, b])
+    };
     let staging = [Staging::<Bf16>::alloc(&mut smem), Staging::<Bf16>::alloc(&mut smem)];
-    let a_scale_ring = AScaleRing::alloc(&mut smem);
-    let b_scale_ring = BScaleRing::alloc(&mut smem);
+    let a_scale_ring = AScaleRing::<RING>::alloc(&mut smem);
+    let b_scale_rings = if WIDE {
+        [BScaleRing::<RING>::alloc(&mut smem), BScaleRing::alloc(&mut smem)]
+    } else {
+        let b = BScaleRing::<RING>::alloc(&mut smem);
+        [b, b]
+    };
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
 
@@ -144,8 +176,8 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
     unsafe { G::sync() };
 
     let geometry = TileGeometry {
-        block_m: BLOCK_M,
-        block_n: BLOCK_N,
+        block_m: if WIDE { WIDE_BLOCK_M } else { BLOCK_M },
+        block_n: if WIDE { WIDE_BLOCK_N } else { BLOCK_N },
         raster_rows: plan.raster_rows,
         ctas_per_worker: G::CTAS,
         rank: G::rank(),
@@ -172,35 +204,45 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
                 let b_scales0 = b_scale_first(s, b_batch as u32, n0 as u32);
                 let load = |stage: u32, slice: u32, full: &warpforge_dsl::mbarrier::Mbarrier| {
                     let k0 = (slice * BLOCK_K) as i32;
+                    // A box's first element must start a 16-byte chunk: load from the chunk
+                    // holding slice's scale (`SlotScales` reads it at its offset).
+                    let b_chunk = |first: u32| ((first + slice) & !(B_SCALE_ALIGN - 1)) as i32;
                     // SAFETY: the maps' boxes match the tiles (host contract); the slot was
                     // acquired free by `produce`.
                     unsafe {
-                        tma::load_3d(&a_top.stage(stage), a_map, k0, m0, batch, full);
-                        tma::load_3d(&a_bottom.stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, full);
-                        G::load_b::<E4m3, B_ROWS, HALF_B, K_BLOCK, RING>(
-                            &b_ring,
-                            stage,
-                            b_map,
-                            (k0, n0, b_batch),
-                            full,
-                        );
+                        if WIDE {
+                            let right = b_scales0 + s.k_blocks;
+                            tma::load_3d(&a_rings[0].stage(stage), a_map, k0, m0, batch, full);
+                            tma::load_3d(&b_rings[0].stage(stage), b_map, k0, n0, b_batch, full);
+                            tma::load_3d(&b_rings[1].stage(stage), b_map, k0, n0 + B_ROWS as i32, b_batch, full);
+                            tma::load_3d(&b_scale_rings[1].stage(stage), sb_map, b_chunk(right), 0, 0, full);
+                        } else {
+                            tma::load_3d(&a_rings[0].stage(stage), a_map, k0, m0, batch, full);
+                            tma::load_3d(&a_rings[1].stage(stage), a_map, k0, m0 + A_BOX_ROWS as i32, batch, full);
+                            G::load_b::<E4m3, B_ROWS, HALF_B, K_BLOCK, RING>(
+                                &b_rings[0],
+                                stage,
+                                b_map,
+                                (k0, n0, b_batch),
+                                full,
+                            );
+                        }
                         tma::load_3d(&a_scale_ring.stage(stage), sa_map, m0, slice as i32, batch, full);
-                        // A box's first element must start a 16-byte chunk: load from the
-                        // chunk holding slice's scale (`SlotScales` reads it at its offset).
-                        let b_chunk = (b_scales0 + slice) & !(B_SCALE_ALIGN - 1);
-                        tma::load_3d(&b_scale_ring.stage(stage), sb_map, b_chunk as i32, 0, 0, full);
+                        tma::load_3d(&b_scale_rings[0].stage(stage), sb_map, b_chunk(b_scales0), 0, 0, full);
                     }
                 };
-                // SAFETY: the one producer thread; each slot gets both warpgroups' A rows, B and
-                // both scale boxes: exactly the stage type's bytes (full boxes, out-of-bounds
-                // elements zero-filled).
+                // SAFETY: the one producer thread; each slot gets both warpgroups' A rows and B
+                // columns and every scale box: exactly the stage type's bytes (full boxes,
+                // out-of-bounds elements zero-filled).
                 unsafe {
-                    produce::<((ATile, ATile, BTile), (AScales, BScales)), RING>(
-                        &pipe,
-                        &mut state,
-                        unit.k_begin..unit.k_end,
-                        load,
-                    )
+                    let slices = unit.k_begin..unit.k_end;
+                    if WIDE {
+                        produce::<((ATile, BTile, BTile), (AScales, BScales, BScales)), RING>(
+                            &pipe, &mut state, slices, load,
+                        )
+                    } else {
+                        produce::<((ATile, ATile, BTile), (AScales, BScales)), RING>(&pipe, &mut state, slices, load)
+                    }
                 };
                 index += 1;
             }
@@ -212,15 +254,18 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let half = warpgroup_id() - 1;
-    let a_ring = if half == 0 { a_top } else { a_bottom };
-    let my_staging = if half == 0 { staging[0] } else { staging[1] };
+    let second = half == 1;
+    let my_staging = pick(staging, second);
+    // This warpgroup's rows and columns within the tile.
+    let (tile_row, tile_col) = if WIDE { (0, half * B_ROWS as u32) } else { (half * A_BOX_ROWS, 0) };
     // SAFETY: ids 1 and 2 are used only here, each by exactly its warpgroup's 128 threads.
     let wg_barrier = unsafe { NamedBarrier::<128>::new(1 + half) };
     let leader = warpgroup::thread_index() == 0;
     // SAFETY: the host passes a workspace and zeroed flags for the grid whenever it schedules
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
-    let operands = SsStage { a: a_ring, b: b_ring };
+    let operands = SsStage { a: pick(a_rings, second), b: pick(b_rings, second) };
+    let b_scale_ring = pick(b_scale_rings, second);
     let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = 0;
     while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
@@ -228,10 +273,10 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
             index += 1;
             continue;
         }
-        let row0 = unit.m0 as u32 + half * A_BOX_ROWS;
-        let upper = half * A_BOX_ROWS + acc_thread_row(warpgroup::thread_index());
+        let (row0, col0) = (unit.m0 as u32 + tile_row, unit.n0 as u32 + tile_col);
+        let upper = tile_row + acc_thread_row(warpgroup::thread_index());
         // The consumer counts slices from the unit's first (a stream-K unit starts mid-K).
-        let b_first = b_scale_first(s, unit.b_batch as u32, unit.n0 as u32) + unit.k_begin;
+        let b_first = b_scale_first(s, unit.b_batch as u32, col0) + unit.k_begin;
         let scales = SlotScales::new(a_scale_ring, b_scale_ring, upper, b_first);
         let stage = BlockScaledStage { operands, scales };
         // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
@@ -263,7 +308,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
             leader,
             batch: unit.batch as u32,
             row0,
-            col0: unit.n0 as u32,
+            col0,
         };
         // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
         unsafe { <Linear<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
@@ -284,7 +329,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup>(
 /// `#[kernel]` entries over [`gemm`] for dense problems (one batch, one expert): docs, name,
 /// CTA arrangement, cluster shape.
 macro_rules! fp8_entries {
-    ($($(#[$doc:meta])* $name:ident: $group:ty $(, cluster = $cluster:tt)?;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident: $group:ty, wide = $wide:tt, ring = $ring:expr $(, cluster = $cluster:tt)?;)*) => {$(
         $(#[$doc])*
         #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1 $(, cluster = $cluster)?)]
         pub unsafe fn $name(
@@ -300,7 +345,9 @@ macro_rules! fp8_entries {
             let dense = |geometry| GroupedStreamK { raster: plan.raster, schedule: plan.units, geometry };
             // SAFETY: forwarded to the launcher's contract (one batch, one expert; pairs of
             // tiles for the cluster entry).
-            unsafe { gemm::<_, $group>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense) }
+            unsafe {
+                gemm::<_, $group, $wide, { $ring }>(a_map, b_map, d_map, (a_scale_map, b_scale_map), &params, &plan, &scales, dense)
+            }
         }
     )*};
 }
@@ -312,7 +359,7 @@ fp8_entries! {
     /// # Safety
     /// See `gemm`: tensor maps and parameters as the host launcher (`warpforge::gemm_fp8`)
     /// builds them.
-    gemm_fp8_blockscaled_bf16_sm90: Solo;
+    gemm_fp8_blockscaled_bf16_sm90: Solo, wide = false, ring = RING;
     /// Block-scaled FP8 GEMM in 2 × 1 clusters: the two CTAs of a cluster take vertically
     /// adjacent tiles, and each loads half of every B slot and multicasts it to both
     /// (data-parallel plans).
@@ -321,5 +368,12 @@ fp8_entries! {
     /// As for [`gemm_fp8_blockscaled_bf16_sm90`], with `b_map`'s box 128 × 64 × 1 (half a
     /// tile's B) and `plan` over pairs of tile rows (two CTAs per worker, a data-parallel
     /// schedule).
-    gemm_fp8_blockscaled_bf16_cluster_sm90: Pair, cluster = (2, 1, 1);
+    gemm_fp8_blockscaled_bf16_cluster_sm90: Pair, wide = false, ring = RING, cluster = (2, 1, 1);
+    /// Block-scaled FP8 GEMM on 64 × 256 tiles, the two consumer warpgroups side by side (the
+    /// decode regime's arrangement, see the module docs).
+    ///
+    /// # Safety
+    /// As for [`gemm_fp8_blockscaled_bf16_sm90`], with `plan` over 64 × 256 tiles and B's scale
+    /// index of every tile's second 128 columns below 2^31.
+    gemm_fp8_blockscaled_bf16_wide_sm90: Solo, wide = true, ring = WIDE_RING;
 }

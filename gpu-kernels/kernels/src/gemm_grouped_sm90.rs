@@ -88,7 +88,7 @@ macro_rules! grouped_entries {
             let scale_maps = (a_scale_map, b_scale_map);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                crate::gemm_fp8_blockscaled_sm90::gemm::<_, crate::gemm_sm90_ctas::Solo>(a_map, b_map, d_map, scale_maps, &params, &plan, &scales, experts)
+                crate::gemm_fp8_blockscaled_sm90::gemm::<_, crate::gemm_sm90_ctas::Solo, false, { crate::gemm_fp8_blockscaled_sm90::RING }>(a_map, b_map, d_map, scale_maps, &params, &plan, &scales, experts)
             }
         }
     )*};
