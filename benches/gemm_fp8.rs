@@ -602,13 +602,20 @@ pub fn main() -> Result<()> {
         }
         let reps = ((BATCH_SECONDS / fastest).ceil() as usize).clamp(2, 2000);
         let mut times: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+        // Our host time to issue one call (when it reaches the GPU time, the stream starves).
+        let mut our_issue = Vec::new();
         for round in 0..ROUNDS {
             for side in ORDERS[round % ORDERS.len()] {
                 if available.contains(&side) {
-                    times[side].push(timer.per_call(&stream, reps, |r| run(side, &mut sets[r % sets_n]))?.0);
+                    let (gpu_s, issue_s) = timer.per_call(&stream, reps, |r| run(side, &mut sets[r % sets_n]))?;
+                    times[side].push(gpu_s);
+                    if side == OURS {
+                        our_issue.push(issue_s);
+                    }
                 }
             }
         }
+        let our_issue_us = median(&mut our_issue) * 1e6;
         let clock = sm_clock_mhz();
         // After the timed rounds: set 0 again from zeroed outputs, every side, against float64.
         let check = Fp8Check::new(&host0, m, n, k);
@@ -630,7 +637,10 @@ pub fn main() -> Result<()> {
         let us = |side: usize| or_na(seconds[side].map(|s| s * 1e6), 1);
         let verdict = if ours_error > 1.0 { " FAIL" } else { "" };
         let plan = wf.fp8_gemm_plan(&problem)?;
-        let plan = format!("{}×{} {:?} grid {}", plan.tile.0, plan.tile.1, plan.schedule, plan.grid);
+        let plan = format!(
+            "{}×{} {:?} grid {} issue {our_issue_us:.1} µs",
+            plan.tile.0, plan.tile.1, plan.schedule, plan.grid
+        );
         println!(
             "{m:>5} {n:>6} {k:>6} {:>9} {:>9} {:>9} {:>8.1} {:>7.0} {:>8} {:>8} {:>5}  {}/{}/{}{verdict}  {plan}",
             us(OURS),

@@ -551,6 +551,12 @@ mod tests {
         assert_eq!(fp8_schedule((1, 4096), SQUARE, 56, H200_SMS, (false, None)).unwrap().0.mode, StreamKMode::Pure);
         // On wide tiles the same weight is 16 tiles: still K split over the SMs.
         assert_eq!(fp8_schedule((1, 4096), WIDE, 56, H200_SMS, (false, None)).unwrap().0.mode, StreamKMode::Pure);
+        // The wide shapes of `tests/gpu_fp8_gemm.rs` cover every schedule on 132 SMs: 144 tiles
+        // of 32 K blocks (hybrid), 160 tiles (data-parallel), 16 tiles of 56 K blocks (pure).
+        let wide_mode = |m, n, k: usize| fp8_schedule((m, n), WIDE, k.div_ceil(128) as u32, H200_SMS, (false, None));
+        assert_eq!(wide_mode(576, 4096, 4096).unwrap().0.mode, StreamKMode::Hybrid);
+        assert_eq!(wide_mode(640, 4096, 512).unwrap().0.mode, StreamKMode::DataParallel);
+        assert_eq!(wide_mode(64, 4096, 7168).unwrap().0.mode, StreamKMode::Pure);
     }
 
     #[test]

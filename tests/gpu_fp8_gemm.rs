@@ -286,8 +286,9 @@ fn pairs_match_the_dequantised_product() {
 }
 
 /// The wide 64 × 256 tile: `Auto` takes it up to 64 rows and not above; forced, it runs every
-/// schedule — a long K on few tiles (pure stream-K), a partial last wave (hybrid), many tiles per
-/// CTA (data-parallel) — and the edges: N within one 128-column block (the second warpgroup's
+/// schedule on 132 SMs (the CPU test `schedules_are_buildable…` pins which shape gets which) —
+/// a long K on few tiles (pure stream-K), a partial last wave (hybrid), many tiles per CTA
+/// (data-parallel) — and the edges: N within one 128-column block (the second warpgroup's
 /// columns entirely past N), N one past a tile, several tile rows, K off the 128-wide block.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -303,6 +304,7 @@ fn wide_tiles_on_every_schedule_and_edge() {
         (64, 7168, 2064),
         (1, 24576, 1536),
         (640, 4096, 512),
+        (576, 4096, 4096),
         (5, 100, 144),
         (64, 257, 1024),
         (130, 700, 400),
