@@ -16,7 +16,7 @@
 //! **Rules** ([`Fp8GemmProblem::check`] and [`Warpforge::fp8_gemm`] refuse everything else
 //! with [`Error::InvalidArgument`] naming the rule):
 //! - M, N ≥ 1; K ≥ 16 and a multiple of 16 (TMA reads rows of 16-byte multiples); M, N, K
-//!   below 2^31; `ldd` ≥ N (or 0) and at most [`MAX_PITCH`](crate::gemm::MAX_PITCH);
+//!   below 2^31; `ldd` ≥ N (or 0) and at most [`MAX_PITCH`];
 //! - A holds at least M·K bytes, B N·K, `a_scales` `round_up(M, 4) · ceil(K / 128)` f32,
 //!   `b_scales` `ceil(N / 128) · ceil(K / 128)` f32, D `(M − 1)·ldd + N` elements;
 //! - A, B and both scale buffers start 16-byte aligned (D needs no alignment beyond its

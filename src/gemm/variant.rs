@@ -25,7 +25,10 @@ pub enum Consumers {
     PingPong,
 }
 
-/// Columns of D per tile of the sm_90 kernel.
+/// Columns of D per tile of the sm_90 kernel. The variants below describe the 16-bit GEMM
+/// ([`GemmProblem`](crate::GemmProblem)); for the block-scaled FP8 GEMM
+/// ([`Fp8GemmProblem`](crate::Fp8GemmProblem)) `Wide` is its 64 × 256 tile (the two consumer
+/// warpgroups side by side, `Auto` at M ≤ 64) and `Narrow` its 128 × 128 tile.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TileWidth {
     /// warpforge's choice per call (see [`TileWidth::Narrow`] for when it is picked).
