@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use warpforge::logic::blockscaled::{PROMOTE_EVERY_K, a_scales_len, b_scales_len, k_blocks};
 use warpforge::logic::quant::{self as q, Minifloat};
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Clusters, Error, Fp8GemmProblem, KSplit, ScaleRounding, TileWidth};
+use warpforge::{Clusters, Error, Fp8GemmProblem, GemmPlan, KSplit, ScaleRounding, TileWidth};
 
 use crate::common::{EPS_BF16, gpu, mix, random_f32};
 
@@ -170,12 +170,13 @@ fn identity(kb: usize, _: usize) -> usize {
 
 /// Runs one case on the GPU with D's pitch `ldd` (0: N) and checks every element of D and that
 /// the pitch padding is untouched.
-fn run(case: &Quantised, ldd: usize) -> Result<(), TestCaseError> {
+fn run(case: &Quantised, ldd: usize) -> Result<GemmPlan, TestCaseError> {
     run_problem(case, Fp8GemmProblem { ldd, ..Fp8GemmProblem::new(case.m, case.n, case.k) })
 }
 
-/// As [`run`], for `problem` (the case's shape, with its own pitch and cluster choice).
-fn run_problem(case: &Quantised, problem: Fp8GemmProblem) -> Result<(), TestCaseError> {
+/// As [`run`], for `problem` (the case's shape, with its own pitch, tile, K split and cluster
+/// choice); returns the plan that ran.
+fn run_problem(case: &Quantised, problem: Fp8GemmProblem) -> Result<GemmPlan, TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
     let (m, n, k) = (case.m, case.n, case.k);
@@ -205,7 +206,14 @@ fn run_problem(case: &Quantised, problem: Fp8GemmProblem) -> Result<(), TestCase
     );
     let touched = (0..m).flat_map(|r| (n..e.ldd).map(move |c| r * e.ldd + c)).find(|&i| got[i].to_bits() != POISON);
     prop_assert!(touched.is_none(), "{m}×{n}×{k}: pitch padding written at {:?}", touched);
-    Ok(())
+    Ok(plan)
+}
+
+/// Asserts that `modes` (the plans' schedules of a test's shapes) hold every stream-K mode.
+fn assert_every_schedule(modes: &[StreamKMode]) {
+    for mode in [StreamKMode::DataParallel, StreamKMode::Hybrid, StreamKMode::Pure] {
+        assert!(modes.contains(&mode), "no {mode:?} case among {modes:?}");
+    }
 }
 
 /// K: a multiple of 16, mostly not of 128.
@@ -256,16 +264,12 @@ proptest! {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn larger_shapes_on_every_schedule() {
-    let wf = &gpu().1;
     let mut modes = Vec::new();
     for (m, n, k) in [(1024, 2048, 512), (1152, 2304, 4096), (64, 4096, 7168), (200, 768, 4096)] {
-        modes.push(wf.fp8_gemm_plan(&Fp8GemmProblem::new(m, n, k)).unwrap().schedule);
-        run(&Quantised::new(m, n, k, (m * n + k) as u64, true), 0).unwrap();
+        modes.push(run(&Quantised::new(m, n, k, (m * n + k) as u64, true), 0).unwrap().schedule);
     }
     // On 132 SMs (H200): data-parallel, hybrid, pure, pure.
-    for mode in [StreamKMode::DataParallel, StreamKMode::Hybrid, StreamKMode::Pure] {
-        assert!(modes.contains(&mode), "no {mode:?} case among {modes:?}");
-    }
+    assert_every_schedule(&modes);
 }
 
 /// 2 × 1 clusters sharing each B slot by multicast, forced: even and odd tile rows (the last
@@ -274,14 +278,12 @@ fn larger_shapes_on_every_schedule() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn pairs_match_the_dequantised_product() {
-    let wf = &gpu().1;
     for (m, n, k, ldd) in
         [(256, 384, 512, 0), (129, 200, 144, 0), (1, 128, 128, 0), (300, 1000, 2064, 1003), (2304, 2048, 1024, 0)]
     {
         let problem = Fp8GemmProblem { ldd, clusters: Clusters::Pairs, ..Fp8GemmProblem::new(m, n, k) };
-        let plan = wf.fp8_gemm_plan(&problem).unwrap();
+        let plan = run_problem(&Quantised::new(m, n, k, (3 * m + n + k) as u64, true), problem).unwrap();
         assert_eq!((plan.clusters, plan.schedule), (Clusters::Pairs, StreamKMode::DataParallel));
-        run_problem(&Quantised::new(m, n, k, (3 * m + n + k) as u64, true), problem).unwrap();
     }
 }
 
@@ -310,14 +312,11 @@ fn wide_tiles_on_every_schedule_and_edge() {
         (130, 700, 400),
     ] {
         let problem = Fp8GemmProblem { tile_width: TileWidth::Wide, ..Fp8GemmProblem::new(m, n, k) };
-        let plan = wf.fp8_gemm_plan(&problem).unwrap();
+        let plan = run_problem(&Quantised::new(m, n, k, (5 * m + n + 3 * k) as u64, true), problem).unwrap();
         assert_eq!((plan.tile, plan.clusters), ((64, 256), Clusters::Off), "{m}×{n}×{k}");
         modes.push(plan.schedule);
-        run_problem(&Quantised::new(m, n, k, (5 * m + n + 3 * k) as u64, true), problem).unwrap();
     }
-    for mode in [StreamKMode::DataParallel, StreamKMode::Hybrid, StreamKMode::Pure] {
-        assert!(modes.contains(&mode), "no {mode:?} case among {modes:?}");
-    }
+    assert_every_schedule(&modes);
 }
 
 /// Forced K splits (`KSplit::Ways`) on both tiles: up to 16 CTAs per tile, splits that do and do
@@ -325,14 +324,13 @@ fn wide_tiles_on_every_schedule_and_edge() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn forced_k_splits_match_the_dequantised_product() {
-    let wf = &gpu().1;
     for tile_width in [TileWidth::Narrow, TileWidth::Wide] {
         for (m, n, k, ways) in [(64, 2112, 7168, 16), (16, 700, 1040, 5), (100, 300, 384, 4), (1, 4096, 2048, 2)] {
             let problem = Fp8GemmProblem { tile_width, k_split: KSplit::Ways(ways), ..Fp8GemmProblem::new(m, n, k) };
-            let plan = wf.fp8_gemm_plan(&problem).unwrap();
+            let case = Quantised::new(m, n, k, (m + 7 * n + k + ways as usize) as u64, false);
+            let plan = run_problem(&case, problem).unwrap();
             let tiles = (m.div_ceil(plan.tile.0 as usize) * n.div_ceil(plan.tile.1 as usize)) as u32;
             assert!(plan.grid <= tiles * ways, "{m}×{n}×{k} {tile_width:?}: grid {} over {tiles} tiles", plan.grid);
-            run_problem(&Quantised::new(m, n, k, (m + 7 * n + k + ways as usize) as u64, false), problem).unwrap();
         }
     }
 }
