@@ -54,7 +54,7 @@ use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler
 use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::sync::NamedBarrier;
+use warpforge_dsl::sync::{self, NamedBarrier};
 use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, SmemVector, SmemVectorRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::Acc64x128F32;
@@ -174,6 +174,11 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     }
     // SAFETY: all 384 threads (of every CTA of the group) reach it.
     unsafe { G::sync() };
+    // Up to here only parameters, tensor maps and shared memory: a programmatic launch may run
+    // it under the previous kernel's tail. Every global access (the schedule's reads, TMA loads,
+    // the stream-K slots and flags, D) comes after the previous kernel has completed.
+    sync::wait_for_prerequisite_grids();
+    sync::allow_dependent_grids();
 
     let geometry = TileGeometry {
         block_m: if WIDE { WIDE_BLOCK_M } else { BLOCK_M },
