@@ -67,7 +67,7 @@ use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
 const K_BLOCK: usize = BLOCK_K as usize;
 /// Ring depths of the stacked (128 × 128) and wide (64 × 256) arrangements.
 pub(crate) const RING: usize = STAGES as usize;
-const WIDE_RING: usize = WIDE_STAGES as usize;
+pub(crate) const WIDE_RING: usize = WIDE_STAGES as usize;
 const A_ROWS: usize = A_BOX_ROWS as usize;
 const B_ROWS: usize = BLOCK_N as usize;
 /// Rows of B each CTA of a 2 × 1 cluster loads and multicasts.
