@@ -442,16 +442,18 @@ pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
 /// reciprocal overflows makes `±0 · ∞` a NaN, which the reference encodes as +0: take
 /// [`nvfp4_encode`] there.) Each element enters at the top of the word by two funnel shifts,
 /// its three magnitude bits straight from the sum's low bits and then its sign, so nothing is
-/// masked or shifted into place: three instructions an element besides the encoder's.
+/// masked or shifted into place: three instructions an element besides the encoder's. Written
+/// without a loop: a kernel encoding two words per lane got one of two such loops left rolled
+/// by LLVM (the elements then picked by a select chain, about 30 instructions each).
 #[inline(always)]
 pub fn nvfp4_encode8_by_inverse(values: [f32; 8], inverse: f32) -> u32 {
-    let mut word = 0u32;
-    for x in values {
+    let push = |word: u32, x: f32| {
         let x = x * inverse;
-        word = (word >> 3) | (e2m1_magnitude_sum(x) << 29);
-        word = (word >> 1) | (x.to_bits() & 0x8000_0000);
-    }
-    word
+        let word = (word >> 3) | (e2m1_magnitude_sum(x) << 29);
+        (word >> 1) | (x.to_bits() & 0x8000_0000)
+    };
+    let [a, b, c, d, e, f, g, h] = values;
+    push(push(push(push(push(push(push(push(0, a), b), c), d), e), f), g), h)
 }
 
 /// [`Minifloat::E2m1`]`.encode(x)` for the host and where a NaN can arrive:
