@@ -265,7 +265,8 @@ pub(crate) unsafe fn for_each_vector_pair<T: Input16, const LANES: u32>(
 /// step a warp loads 64 consecutive vectors, lane `l` of half `h` the vectors `v = base + 32h +
 /// l` and `v + 16` (every load instruction reads two 256-byte runs), then neighbouring lanes
 /// swap one vector (four shuffles): an even lane keeps block `v / 2` (its first vector and its
-/// neighbour's), an odd lane block `(v + 15) / 2` (its neighbour's second vector and its own).
+/// neighbour's), an odd lane block `(v + 15) / 2` (its neighbour's second vector and its own);
+/// `logic::quant::block16_first_vector`, whose CPU test checks that every block is kept once.
 /// Calls `f(block, in_range, [lower, upper])` on every lane of every step (warp-uniform control
 /// flow); vectors past the end read as zeros. What a block costs once (its amax, scale and
 /// reciprocal) is then paid once per 16 elements instead of on each of two lanes, with no
@@ -281,7 +282,7 @@ pub(crate) unsafe fn for_each_block16<T: Input16>(
     mut f: impl FnMut(u32, bool, [T::Vector; 2]),
 ) {
     let lane = lane_id();
-    let offset = lane / 16 * 32 + lane % 16;
+    let offset = q::block16_load_offset(lane);
     let odd = lane % 2 == 1;
     let stride = 2 * grid_stride_x() as u32;
     let mut v = 2 * (global_x() as u32 - lane) + offset;
@@ -306,7 +307,9 @@ pub(crate) unsafe fn for_each_block16<T: Input16>(
                 warp::shuffle_xor(d, 1),
             ))
         };
-        let (block_vec, pair) = if odd { (v + 15, [swapped, second]) } else { (v, [first, swapped]) };
+        let pair = if odd { [swapped, second] } else { [first, swapped] };
+        // `v - offset` is the step's first vector.
+        let block_vec = q::block16_first_vector(v - offset, lane);
         // `n_vec` is even and `block_vec` too, so the block lies wholly inside or outside.
         f(block_vec / 2, block_vec < n_vec, pair);
         v += stride;

@@ -299,6 +299,27 @@ pub fn mx_scale(byte: u8) -> f32 {
     f32::from_bits(((byte as u32) << 23) | ((edge as u32) << 22))
 }
 
+/// Vectors (8 elements each) a warp loads per step of the NVFP4 encoder's block walk.
+pub const BLOCK16_WARP_VECTORS: u32 = 64;
+
+/// The NVFP4 encoder's block walk (one 16-element block, two vectors, per lane): in a warp step
+/// starting at vector `base`, lane `lane` loads vectors `base + block16_load_offset(lane)` and
+/// 16 past it (each load instruction reads two runs of 16 consecutive vectors), swaps one with
+/// lane `lane ^ 1`, and keeps the block whose first vector [`block16_first_vector`] gives.
+#[inline(always)]
+pub const fn block16_load_offset(lane: u32) -> u32 {
+    lane / 16 * 32 + lane % 16
+}
+
+/// The first vector of the block lane `lane` keeps in the step starting at vector `base`: an
+/// even lane its own first vector and its neighbour's (`v`, `v + 1`), an odd lane its
+/// neighbour's second vector and its own (`v + 15`, `v + 16`), with `v` the lane's first load.
+#[inline(always)]
+pub const fn block16_first_vector(base: u32, lane: u32) -> u32 {
+    let v = base + block16_load_offset(lane);
+    if lane % 2 == 1 { v + 15 } else { v }
+}
+
 /// NVFP4's largest representable product of scale and element: `448 · 6`.
 pub const NVFP4_RANGE: f32 = 448.0 * 6.0;
 
