@@ -289,20 +289,24 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
         // SAFETY: whole warpgroup, once after the main loop.
         unsafe { consumer.drain() };
         let mut acc = promoted.sum;
+        // The block's rows inside D: a stream-K hand-over moves only those (decode rows: a few
+        // of the block's 64; every contributor and the finaliser compute the same count).
+        let rows = p.m.saturating_sub(row0);
         match unit.role {
             UnitRole::Whole => {}
             UnitRole::Partial => {
                 // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
                 // first stream-K unit); the sum is complete (promoted after every wait).
-                unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
+                unsafe { slots.publish_rows(&acc, rows, worker, half, &wg_barrier, leader) };
                 index += 1;
                 continue;
             }
             UnitRole::Finalize => {
                 let (_, last) = unit.contributors;
                 // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
-                // partial once (the schedule's contract).
-                unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
+                // partial once (the schedule's contract), with the same rows (same tile, same
+                // warpgroup position).
+                unsafe { slots.accumulate_rows(&mut acc, rows, worker + 1, last, half, &wg_barrier, leader) };
             }
         }
         let target = BlockTarget {
