@@ -12,10 +12,7 @@
 //! the keys in blocks of `block_n(d)` keys, 128 at d ≤ 128 and 80 at d = 256: `S = Q·Kᵀ` by
 //! SS wgmma (`m64n128k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
-//! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`, with `m`
-//! moved only when a block takes some row of the warp more than `logic::attention::MAX_SLACK`
-//! above it (P stays ≤ 2^8; the final division cancels the difference), so once the maxima
-//! settle a warp skips O's rescaling; P is rounded
+//! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
 //! from the S accumulator straight into RS A fragments (`parts::rows::AFragments8`, or
 //! `AFragments5` for 80 keys: no shared memory, no shuffles) and `O += P·V` runs as RS wgmma
 //! (`m64n{d}k16`, one per 16 keys) with V read MN-major from shared memory. FA3's intra-warpgroup overlap: each step issues block j's `Q·Kᵀ` and then block

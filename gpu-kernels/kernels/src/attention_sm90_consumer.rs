@@ -6,7 +6,7 @@ use warpforge_dsl::abi::AttentionParams;
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::parts::epilogue::Output;
-use warpforge_dsl::parts::rows::{AFragments, OnlineSoftmax, Pack16, Rescale};
+use warpforge_dsl::parts::rows::{AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::sync::NamedBarrier;
 use warpforge_dsl::thread::{block_idx_x_in_place, thread_rank_in_place};
@@ -100,7 +100,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         // basic block and, given both in one, hoisted the `P·V` wait above the whole softmax
         // (SASS of the H200 build: `WARPGROUP.DEPBAR.LE gsb0, 0x0` before the first row
         // maximum, 13 % of the stall samples), which serialised the softmax behind `P·V`.
-        let mut rescale = Rescale::NONE;
+        let mut alpha = RowPair::splat(1.0);
         let mut block = 1;
         // The stage of the `P·V` in flight from the previous step (block − 2's; meaningful
         // once `block > 1`).
@@ -113,7 +113,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
                 // completed, and each thread's arrival is one of the V ring's `CONSUMERS × 128`
                 // per stage and lap (with two stages, before the wait below for the same slot's
                 // refill).
-                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, rescale, v_pipe, pv_stage) };
+                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
             }
             k_pipe.consumer_wait(state);
             if SPLIT {
@@ -144,16 +144,16 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             pv_stage = previous;
             own_rows.mask(&mut s, block);
             // SAFETY: every lane of the warpgroup is here.
-            rescale = unsafe { softmax.step(&mut s, scale) };
+            alpha = unsafe { softmax.step(&mut s, scale) };
             if !DEFER_TAIL {
                 // SAFETY: as above, in the softmax's basic block.
-                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, rescale, v_pipe, pv_stage) };
+                unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
             }
             block += 1;
         }
         if DEFER_TAIL && blocks > 1 {
             // SAFETY: as in the loop, for the last block's predecessor.
-            unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, rescale, v_pipe, pv_stage) };
+            unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };
         }
         if SPLIT {
             v_pipe.consumer_wait(state);

@@ -13,7 +13,7 @@ use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
 use warpforge_dsl::logic::schedule::claims::TileClaims;
 use warpforge_dsl::math;
 use warpforge_dsl::parts::epilogue::Output;
-use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, Rescale, RowPair};
+use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::SharedPtr;
 use warpforge_dsl::sync::fence_acq_rel_gpu;
@@ -214,9 +214,8 @@ impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const
 
 /// A key block's tail once its softmax is done: waits for every wgmma of this warpgroup (the
 /// previous block's `P·V`, the last reader of V's stage `pv_stage` and of `probs`), releases
-/// that stage of the V ring `v_pipe`, rescales O by the block's `rescale` (skipped, warp by
-/// warp, when the block moved no row maximum of the warp) and rounds its P (`s`) into `probs`
-/// for the next `P·V`. Rounding comes after the wait: the fragments may take the registers `P·V` was
+/// that stage of the V ring `v_pipe`, rescales O by the block's factor `alpha` and rounds its P (`s`) into `probs` for the
+/// next `P·V`. Rounding comes after the wait: the fragments may take the registers `P·V` was
 /// reading (a write before it would serialise the wgmmas, ptxas C7513).
 ///
 /// # Safety
@@ -226,7 +225,7 @@ impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const
 pub(crate) unsafe fn finish_block<T, S, P, O, const RING: usize>(
     (o, probs): (&mut O, &mut P),
     s: &S,
-    rescale: Rescale,
+    alpha: RowPair,
     v_pipe: &Pipeline<RING>,
     pv_stage: PipelineState<RING>,
 ) where
@@ -240,7 +239,7 @@ pub(crate) unsafe fn finish_block<T, S, P, O, const RING: usize>(
         warpgroup::wait::<0>();
         v_pipe.consumer_release(pv_stage);
     }
-    rescale.apply(o);
+    rows::scale_rows(o, alpha);
     *probs = P::of::<T, _>(s);
 }
 

@@ -47,22 +47,6 @@ pub const fn block_needs_mask(block: u32, block_n: u32, q0: u32, q_len: u32, k_l
     last_key >= k_len as u64 || (causal && last_key + q_len as u64 > q0 as u64 + k_len as u64)
 }
 
-/// How far, in base-2 units, a row's running softmax maximum may trail the largest scaled score
-/// it has seen before the online softmax moves it: the exponentials relative to a trailing
-/// maximum stay at most `2^MAX_SLACK` = 256 (far inside f32, bf16 and f16), and the result is
-/// the same, since the sum and O are both relative to the maximum actually used and the one
-/// division at the end cancels it. A block that moves no row's maximum needs no rescaling of O.
-pub const MAX_SLACK: f32 = 8.0;
-
-/// Whether a running maximum `old` must move to `candidate` (the larger of `old` and the new
-/// block's largest scaled score): only once the candidate exceeds it by more than
-/// [`MAX_SLACK`]. A row that has seen only masked scores (`-inf`) moves at its first finite
-/// score.
-#[inline(always)]
-pub fn max_must_move(old: f32, candidate: f32) -> bool {
-    candidate > old + MAX_SLACK
-}
-
 /// Where one sequence's rows lie in its sequence slice of the (head_dim, heads, rows,
 /// sequences) tensors, and how many there are.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -193,81 +177,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::vec;
-    use std::vec::Vec;
-
-    /// A value per key for the softmax tests: weights times values, so a wrongly weighted key
-    /// shows.
-    fn key_value(j: usize) -> f64 {
-        (j * 37 % 17) as f64 / 17.0 - 0.5
-    }
-
-    proptest! {
-        /// An online softmax whose maximum trails (moved only past `MAX_SLACK`, as the kernel's)
-        /// weighs every key as the exact softmax does: the same normalised weighted sum within
-        /// f32 rounding, every exponential at most 2^MAX_SLACK, and fully masked blocks (all
-        /// `-inf`, before or after finite ones) adding nothing.
-        #[test]
-        fn a_trailing_maximum_gives_the_exact_softmax(
-            raw in proptest::collection::vec(-60f32..60.0, 1..400),
-            block in 1usize..130,
-            drift in -0.6f32..0.6,
-            masked_block in proptest::option::of(0usize..4),
-        ) {
-            let scores: Vec<f32> = raw
-                .iter()
-                .enumerate()
-                .map(|(j, &x)| if masked_block == Some(j / block) { f32::NEG_INFINITY } else { x + drift * j as f32 })
-                .collect();
-            let (mut max, mut sum, mut weighted) = (f32::NEG_INFINITY, 0f32, 0f32);
-            for (b, chunk) in scores.chunks(block).enumerate() {
-                let candidate = chunk.iter().fold(max, |m, &x| m.max(x));
-                if max_must_move(max, candidate) {
-                    let alpha = (max - candidate).exp2();
-                    (sum, weighted, max) = (sum * alpha, weighted * alpha, candidate);
-                }
-                let base = if max == f32::NEG_INFINITY { 0.0 } else { max };
-                for (j, &x) in chunk.iter().enumerate() {
-                    let p = (x - base).exp2();
-                    prop_assert!(p <= MAX_SLACK.exp2(), "exponential {} above 2^slack", p);
-                    sum += p;
-                    weighted += p * key_value(b * block + j) as f32;
-                }
-            }
-            let exact_max = scores.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
-            if exact_max == f64::NEG_INFINITY {
-                prop_assert_eq!(sum, 0.0);
-                return Ok(());
-            }
-            let (exact_sum, exact_weighted) = scores.iter().enumerate().fold((0.0, 0.0), |(s, w), (j, &x)| {
-                let p = (x as f64 - exact_max).exp2();
-                (s + p, w + p * key_value(j))
-            });
-            let (ours, exact) = ((weighted / sum) as f64, exact_weighted / exact_sum);
-            prop_assert!((ours - exact).abs() <= 1e-5, "{} against {}", ours, exact);
-            // The maximum used trails the true one by at most the slack.
-            prop_assert!(exact_max - max as f64 <= MAX_SLACK as f64);
-        }
-    }
-
-    /// Scores that never rise more than the slack above the first block's maximum move it once
-    /// (at the first block), so no later block rescales O; a rise past it moves it again.
-    #[test]
-    fn the_maximum_moves_only_past_the_slack() {
-        let moves = |blocks: &[[f32; 3]]| {
-            let mut max = f32::NEG_INFINITY;
-            let mut moves = 0;
-            for b in blocks {
-                let candidate = b.iter().fold(max, |m, &x| m.max(x));
-                if max_must_move(max, candidate) {
-                    (max, moves) = (candidate, moves + 1);
-                }
-            }
-            moves
-        };
-        assert_eq!(moves(&[[1.0, 2.0, 0.5], [9.9, 3.0, 10.0], [4.0, 5.0, 6.0]]), 1);
-        assert_eq!(moves(&[[1.0, 2.0, 0.5], [10.5, 3.0, 1.0], [4.0, 5.0, 6.0]]), 2);
-        assert_eq!(moves(&[[f32::NEG_INFINITY; 3], [f32::NEG_INFINITY; 3], [-100.0, -99.0, -98.0]]), 1);
-    }
 
     proptest! {
         #[test]

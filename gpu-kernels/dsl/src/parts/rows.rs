@@ -11,7 +11,6 @@
 //! it is rounding and register renaming only).
 
 use crate::logic::acc_rows::{QUAD_SHUFFLE_MASKS, a_fragment_source, row_slot};
-use crate::logic::attention::max_must_move;
 use crate::logic::fragment::acc_coord;
 use crate::math;
 use crate::num::{Bf16, F16};
@@ -218,73 +217,41 @@ a_fragments!(AFragments8: 0 1 2 3 4 5 6 7);
 a_fragments!(AFragments5: 0 1 2 3 4);
 
 /// The running state of an online softmax over blocks of columns, per accumulator row, in
-/// base 2: `max` is the maximum the exponentials are taken against — within
-/// `logic::attention::MAX_SLACK` of the largest `score · scale` seen (`scale` = softmax scale ·
-/// log2 e; `-inf` before any unmasked score) — and `sum` this thread's partial of
-/// `Σ 2^(score·scale − max)` (the quad's partials are added once, by [`OnlineSoftmax::total`]).
+/// base 2: `max` is the largest `score · scale` seen (`scale` = softmax scale · log2 e; `-inf`
+/// before any unmasked score), `sum` this thread's partial of `Σ 2^(score·scale − max)` (the
+/// quad's partials are added once, by [`OnlineSoftmax::total`]).
 #[derive(Clone, Copy, Debug)]
 pub struct OnlineSoftmax {
-    /// Running maximum of `score · scale` (trailing by at most the slack), per row.
+    /// Running maximum of `score · scale`, per row.
     pub max: RowPair,
     /// This thread's partial sum of the exponentials, relative to `max`, per row.
     pub sum: RowPair,
-}
-
-/// What a softmax step asks of the caller's accumulation from earlier blocks: each row times
-/// `factor` (`2^(max_old − max_new)`), and only when `moved` — warp-uniform, so skipping it
-/// is a branch the whole warp takes together; when no row of the warp moved its maximum every
-/// factor is 1 (0 for a row that has seen only masked scores, whose accumulation is 0).
-#[derive(Clone, Copy, Debug)]
-pub struct Rescale {
-    /// Per row, the factor taking earlier accumulation to the new maxima.
-    pub factor: RowPair,
-    /// Whether some row of this warp moved its maximum.
-    pub moved: bool,
-}
-
-impl Rescale {
-    /// Nothing to rescale.
-    pub const NONE: Self = Rescale { factor: RowPair::splat(1.0), moved: false };
-
-    /// Multiplies `acc`'s rows by the factors, when some row's maximum moved.
-    #[inline(always)]
-    pub fn apply<A: Accumulator<Elem = f32>>(&self, acc: &mut A) {
-        if self.moved {
-            scale_rows(acc, self.factor);
-        }
-    }
 }
 
 impl OnlineSoftmax {
     /// Before any block.
     pub const START: Self = OnlineSoftmax { max: RowPair::splat(f32::NEG_INFINITY), sum: RowPair::splat(0.0) };
 
-    /// Folds a block of raw scores in (masked ones `-inf`): moves the row maxima when the block
-    /// takes some row of this warp more than the slack above its maximum
-    /// (`logic::attention::max_must_move`; then every row of the warp moves to its new
-    /// maximum), rescales the old sums to them, turns `s` in place into
-    /// `P = 2^(s·scale − max)` (masked → 0; at most `2^MAX_SLACK`) and adds it to the sums.
-    /// Returns the [`Rescale`] the caller applies to what it accumulated from earlier blocks
-    /// (before adding P's product). A row that has seen only masked scores keeps maximum
-    /// `-inf` and subtracts 0 instead, so no `-inf − -inf` arises.
+    /// Folds a block of raw scores in (masked ones `-inf`): the new row maxima, the old sums
+    /// rescaled to them, `s` turned in place into `P = 2^(s·scale − max)` (masked → 0) and
+    /// added to the sums. Returns the factor `2^(max_old − max_new)` per row, by which the
+    /// caller rescales what it accumulated from earlier blocks (before adding P's product). A
+    /// row that has seen only masked scores keeps maximum `-inf` and subtracts 0 instead, so no
+    /// `-inf − -inf` arises.
     ///
     /// # Safety
-    /// As for [`quad_reduce`] (the row maximum), and all 32 lanes of the warp call it together.
+    /// As for [`quad_reduce`] (the row maximum).
     #[inline(always)]
-    pub unsafe fn step<A: Accumulator<Elem = f32>>(&mut self, s: &mut A, scale: f32) -> Rescale {
+    pub unsafe fn step<A: Accumulator<Elem = f32>>(&mut self, s: &mut A, scale: f32) -> RowPair {
         // SAFETY: forwarded to the caller.
         let block_max = unsafe { row_max(s) };
-        let candidate = self.max.zip(block_max, |old, b| old.max(b * scale));
-        let grows = max_must_move(self.max.0, candidate.0) || max_must_move(self.max.1, candidate.1);
-        // SAFETY: every lane of the warp is here (contract).
-        let moved = unsafe { warp::any(grows) };
-        let new_max = if moved { candidate } else { self.max };
+        let new_max = self.max.zip(block_max, |old, b| old.max(b * scale));
         let base = new_max.map(|m| if m == f32::NEG_INFINITY { 0.0 } else { m });
-        let factor = if moved { self.max.zip(base, |old, b| math::exp2_ftz(old - b)) } else { RowPair::splat(1.0) };
+        let alpha = self.max.zip(base, |old, b| math::exp2_ftz(old - b));
         exp2_rows(s, scale, base);
-        self.sum = fold_rows(s, self.sum.zip(factor, |l, a| l * a), |a, b| a + b);
+        self.sum = fold_rows(s, self.sum.zip(alpha, |l, a| l * a), |a, b| a + b);
         self.max = new_max;
-        Rescale { factor, moved }
+        alpha
     }
 
     /// The whole rows' sums (the quad's partials added).
