@@ -36,7 +36,9 @@
 //! (these rows instead of M 64–4096, e.g. for the decode regime), `list` (print
 //! the shapes and stop), `clusters=pairs` or `clusters=off` (force warpforge's 2 × 1 cluster
 //! choice instead of its own), `tile=wide` or `tile=narrow` (force its 64 × 256 or 128 × 128
-//! tile), `split=N` (at most N CTAs per tile's K loop). Writes `gemm_fp8.csv` and `gemm_fp8.svg` to `$OUT` (or the current
+//! tile), `split=N` (at most N CTAs per tile's K loop), `pdl=on` (our calls as programmatic
+//! dependent launches: each starts under the previous call's tail and waits for it on the
+//! GPU; the batches are back-to-back calls, so this times what a stream of GEMMs gains). Writes `gemm_fp8.csv` and `gemm_fp8.svg` to `$OUT` (or the current
 //! directory).
 
 use std::ffi::c_void;
@@ -520,15 +522,23 @@ pub fn main() -> Result<()> {
         shapes.iter().for_each(|s| println!("{}", s.label()));
         return Ok(());
     }
-    let Some(Bench { device, wf, stream, timer, .. }) = Bench::open("gemm_fp8")? else {
+    // `pdl=on`: warpforge's calls as programmatic dependent launches (default: plain).
+    let programmatic = match std::env::args().find_map(|a| a.strip_prefix("pdl=").map(String::from)).as_deref() {
+        None | Some("off") => false,
+        Some("on") => true,
+        Some(other) => return Err(format!("pdl={other}: expected on or off").into()),
+    };
+    let Some(Bench { device, mut wf, stream, timer, .. }) = Bench::open("gemm_fp8")? else {
         return Ok(());
     };
+    wf.set_programmatic_launch(programmatic);
     // SAFETY: cublasLtGetVersion takes no arguments and only reads the loaded library's version.
     let version = unsafe { sys::cublasLtGetVersion() };
     println!(
         "{} — warpforge block-scaled FP8 GEMM (e4m3, 1×128 / 128×128 f32 scales, bf16 D) vs cuBLASLt {}.{}.{} \
          ({version}): blockwise (A_lt BLK128x128_32F, B_lt VEC128_32F) and per-tensor (SCALAR_32F); \
-         times in µs, ratios = cuBLASLt time ÷ ours; warpforge's clusters: {clusters:?}, tile: {tile_width:?}, K split: {k_split:?}",
+         times in µs, ratios = cuBLASLt time ÷ ours; warpforge's clusters: {clusters:?}, tile: {tile_width:?}, K split: {k_split:?}, \
+         programmatic launches: {programmatic}",
         device.attributes().name,
         version / 10000,
         version % 10000 / 100,

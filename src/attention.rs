@@ -495,12 +495,8 @@ impl Warpforge {
             (0, None)
         };
         let params = AttentionParams { band, tile_counters, ..params };
-        let config = LaunchConfig {
-            grid: [tiles_of(&params).grid(persistent_grid, self.sm_count()), 1, 1],
-            block: [THREADS, 1, 1],
-            dynamic_smem: smem_plan(p.head_dim as u32).launch_bytes(),
-            cluster: None,
-        };
+        let config = LaunchConfig::linear(tiles_of(&params).grid(persistent_grid, self.sm_count()), THREADS)
+            .with_dynamic_smem(smem_plan(p.head_dim as u32).launch_bytes());
         let keep = [
             Some(q_access),
             Some(k_access),

@@ -343,18 +343,19 @@ impl Warpforge {
         let (sa_map, sb_map) =
             unsafe { scale_maps((sa_ptr, lens[1]), (sb_ptr, lens[3]), (m, e.k_blocks, 1, 0), e.b_scales)? };
         let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
-        let mut config = LaunchConfig::linear(plan.grid, THREADS).with_dynamic_smem(smem);
+        let mut config = LaunchConfig::linear(plan.grid, THREADS)
+            .with_dynamic_smem(smem)
+            .with_programmatic_dependency(self.programmatic_launch());
         if pairs {
             config = config.with_cluster(PAIR);
         }
-        // SAFETY: the A/B maps cover the caller's buffers (lengths checked above, 16-byte
-        // aligned); the D map is used only when `d_tma` is set and covers exactly D; D and both
-        // scale buffers were checked against the problem (`check_buffers`: A's scale pitch
-        // round_up(M, 4) ≤ 2^31, K blocks ≤ 2^24); `m ≥ 1`; the stream-K slots and zeroed flags
-        // cover the grid and are this stream's alone, and the grid is resident, so every
-        // awaited CTA runs; with pairs, the grid is whole resident clusters and the B map's box
-        // is half a tile, as the cluster entry expects; the wide entry's plan is over 64 × 256
-        // tiles and its second B scale box's index fits (`wide_scales_fit`).
+        // SAFETY: the A/B maps cover the caller's buffers (lengths checked, 16-byte aligned);
+        // the D map is used only when `d_tma` is set and covers exactly D; D and both scale
+        // buffers were checked (`check_buffers`: A's scale pitch ≤ 2^31, K blocks ≤ 2^24); `m ≥
+        // 1`; the stream-K slots and zeroed flags cover the grid, are this stream's alone, and the
+        // resident grid runs every awaited CTA; pairs: whole resident clusters, B boxes of half a
+        // tile; wide: 64 × 256 tiles, second B scale index fits (`wide_scales_fit`); programmatic:
+        // the FP8 body waits for the previous grid before its first global access.
         unsafe {
             kernel.launch(stream, &config, (a_map, b_map, d_map, sa_map, sb_map, params, plan.tiles, scales), keep)?;
         }

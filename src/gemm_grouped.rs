@@ -291,10 +291,15 @@ pub fn check_contiguous_indices(indices: &[i32], experts: usize) -> Result<()> {
     Ok(())
 }
 
-/// The per-launch plan: data-parallel over every tile of every batch (tile rows of each batch
-/// stacked along M), skipped tiles included (the kernel passes over them).
-fn grouped_plan(e: &GroupedExtents, block_n: u32, k_slices: u32, capacity: u32) -> Result<(u32, TilePlan)> {
-    let rows_per_batch = e.rows.div_ceil(GROUPED_ROW_ALIGN) as u32;
+/// The per-launch plan: data-parallel over every `block_m × block_n` tile of every batch (tile
+/// rows of each batch stacked along M), skipped tiles included (the kernel passes over them).
+fn grouped_plan(
+    e: &GroupedExtents,
+    (block_m, block_n): (u32, u32),
+    k_slices: u32,
+    capacity: u32,
+) -> Result<(u32, TilePlan)> {
+    let rows_per_batch = e.rows.div_ceil(block_m as usize) as u32;
     let too_many = || Error::InvalidArgument(format!("grouped GEMM {e:?}: too many tiles (at most 2^32 - 1)"));
     let tiles_m = rows_per_batch.checked_mul(e.batches as u32).ok_or_else(too_many)?;
     let tiles_n = e.n.div_ceil(block_n as usize) as u32;
@@ -304,6 +309,16 @@ fn grouped_plan(e: &GroupedExtents, block_n: u32, k_slices: u32, capacity: u32) 
     let units = StreamKScheduler::try_new(raster.tile_count(), k_slices, grid, StreamKMode::DataParallel)
         .ok_or_else(too_many)?;
     Ok((grid, TilePlan { raster, units, raster_rows: rows_per_batch }))
+}
+
+/// Whether a grouped FP8 problem runs on the wide 64 × 256 tiles: masked with a capacity of at
+/// most 64 rows (one wide tile row per expert: the decode regime, where the kernel streams each
+/// expert's weight and a 128 × 128 tile spends half of each slot on A rows), and B's scale
+/// index of a wide tile's second 128 columns within one TMA coordinate.
+fn prefer_fp8_grouped_wide(e: &GroupedExtents) -> bool {
+    e.layout == GroupedLayout::Masked
+        && e.rows <= gemm_fp8_sm90::WIDE_BLOCK_M as usize
+        && e.b_scales().saturating_add(k_blocks(e.k)) < MAX_SCALE_INDEX
 }
 
 /// The FP8 operands' scales (device addresses, lengths in f32).
@@ -463,11 +478,21 @@ impl Warpforge {
         d: &mut impl DevicePtrMut<bf16>,
     ) -> Result<()> {
         let fp8 = scales.is_some();
-        // Element bytes, K per ring slot, rows of an A box, tile columns.
+        let masked = e.layout == GroupedLayout::Masked;
+        // FP8 decode (a masked capacity within one wide tile row): the wide 64 × 256 tiles,
+        // which write exactly the rows a 128 × 128 tile would (all of an expert's, or none).
+        let wide = fp8 && masked && prefer_fp8_grouped_wide(e);
+        // K per ring slot, rows of an A box, rows of a B box (the tile's columns, or half of a
+        // wide tile's).
         let (block_k, a_box, block_n) = if fp8 {
             (gemm_fp8_sm90::BLOCK_K, gemm_fp8_sm90::A_BOX_ROWS, gemm_fp8_sm90::BLOCK_N)
         } else {
             (gemm_sm90::BLOCK_K, gemm_sm90::A_BOX_ROWS, gemm_sm90::BLOCK_N)
+        };
+        let tile = if wide {
+            (gemm_fp8_sm90::WIDE_BLOCK_M, gemm_fp8_sm90::WIDE_BLOCK_N)
+        } else {
+            (GROUPED_ROW_ALIGN as u32, block_n)
         };
         let (rows, n, k) = (e.rows as u64, e.n as u64, e.k as u64);
         let operand = |ptr: u64, bytes: usize, dims: [u64; 3], box_rows: u32| {
@@ -485,7 +510,9 @@ impl Warpforge {
         let a_map = operand(a_ptr, a_bytes, [k, rows, e.batches as u64], a_box)?;
         let b_map = operand(b_ptr, b_bytes, [k, n, e.experts as u64], block_n)?;
 
-        let (threads, smem) = if fp8 {
+        let (threads, smem) = if wide {
+            (gemm_fp8_sm90::THREADS, gemm_fp8_sm90::WIDE_SMEM_BYTES)
+        } else if fp8 {
             (gemm_fp8_sm90::THREADS, gemm_fp8_sm90::SMEM_BYTES)
         } else {
             (gemm_sm90::THREADS, gemm_sm90::SMEM_BYTES)
@@ -520,7 +547,6 @@ impl Warpforge {
             workspace: 0,
             flags: 0,
         };
-        let masked = e.layout == GroupedLayout::Masked;
         let grouped =
             GroupedParams { experts: e.experts as u32, capacity: if masked { e.rows as u32 } else { 0 }, groups };
         let keep = [d_access];
@@ -528,13 +554,18 @@ impl Warpforge {
         // the problem, 16-byte aligned); the D map is used only when `d_tma` is set and covers
         // exactly D; D, the index/count buffer and the scales were checked against the problem
         // (the kernel clamps every index and count it reads: `logic::schedule::grouped`); the
-        // plan is data-parallel (no stream-K buffers) over exactly the launch's grid.
+        // plan is data-parallel (no stream-K buffers) over exactly the launch's grid, on the
+        // entry's tile (wide: B's scale index of every tile's second 128 columns fits,
+        // `prefer_fp8_grouped_wide`).
         if let Some(s) = scales {
-            let entry =
-                if masked { entries::GEMM_FP8_GROUPED_MASKED_BF16 } else { entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16 };
+            let entry = match (masked, wide) {
+                (true, true) => entries::GEMM_FP8_GROUPED_MASKED_BF16_WIDE,
+                (true, false) => entries::GEMM_FP8_GROUPED_MASKED_BF16,
+                (false, _) => entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16,
+            };
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
-            let (grid, plan) = grouped_plan(e, block_n, k_slices, capacity)?;
+            let (grid, plan) = grouped_plan(e, tile, k_slices, capacity)?;
             let scales = BlockScaleParams { k_blocks: k_blocks(e.k) as u32, b_stride: e.b_scales_stride as u32 };
             let a_layout = (e.rows, k_blocks(e.k), e.batches, e.a_scales_stride);
             // SAFETY: both scale buffers are the caller's, borrowed for this call and checked
@@ -554,7 +585,7 @@ impl Warpforge {
             let entry = if masked { entries::GEMM_GROUPED_MASKED_BF16 } else { entries::GEMM_GROUPED_CONTIGUOUS_BF16 };
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
-            let (grid, plan) = grouped_plan(e, block_n, k_slices, capacity)?;
+            let (grid, plan) = grouped_plan(e, tile, k_slices, capacity)?;
             let config = LaunchConfig::linear(grid, threads).with_dynamic_smem(smem);
             // SAFETY: as above.
             unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan, grouped), keep)? };

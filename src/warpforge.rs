@@ -25,6 +25,7 @@ pub struct Warpforge {
     l2_bytes: u32,
     device_name: String,
     plan_table: Option<Arc<PlanTable>>,
+    programmatic_launch: bool,
 }
 
 impl Warpforge {
@@ -41,6 +42,7 @@ impl Warpforge {
             l2_bytes: attributes.l2_bytes,
             device_name: attributes.name.clone(),
             plan_table,
+            programmatic_launch: false,
         })
     }
 
@@ -66,6 +68,21 @@ impl Warpforge {
         }
         self.plan_table = table.map(Arc::new);
         Ok(())
+    }
+
+    /// Whether the kernels that wait for their predecessor (the FP8 GEMM) are launched as
+    /// programmatic dependent launches (off unless set).
+    pub fn programmatic_launch(&self) -> bool {
+        self.programmatic_launch
+    }
+
+    /// Launches the kernels that wait for their predecessor (the FP8 GEMM) as programmatic
+    /// dependent launches: each may start on the SMs the stream's previous kernel frees, its
+    /// prologue (barrier set-up, tensor-map prefetch, register split) under that kernel's tail,
+    /// and waits for the previous kernel's completion before its first global access. Results
+    /// are the same either way; what changes is the gap between back-to-back kernels.
+    pub fn set_programmatic_launch(&mut self, on: bool) {
+        self.programmatic_launch = on;
     }
 
     /// The loaded module.

@@ -267,6 +267,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::GEMM_GROUPED_MASKED_BF16);
     check(d, entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16);
     check(d, entries::GEMM_FP8_GROUPED_MASKED_BF16);
+    check(d, entries::GEMM_FP8_GROUPED_MASKED_BF16_WIDE);
     check(d, entries::GEMM_SWIGLU_E4M3_BF16);
     check(d, entries::GEMM_SWIGLU_UE8M0_BF16);
     for attention in [
@@ -281,7 +282,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     }
     assert_eq!(
         declared.len(),
-        78,
+        79,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

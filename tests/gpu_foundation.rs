@@ -156,6 +156,7 @@ fn launches_that_break_the_contract_are_refused_before_the_driver() {
         (LaunchConfig::linear(1, 128), ".reqntid"),
         (LaunchConfig::linear(1, 256).with_dynamic_smem(10 << 20), "shared memory"),
         (LaunchConfig::linear(3, 256).with_cluster([2, 1, 1]), "multiple of the cluster"),
+        (LaunchConfig::linear(1, 256).with_programmatic_dependency(true), "never waits"),
     ];
     for (cfg, reason) in too_large {
         let mut args = KernelArgs::new();

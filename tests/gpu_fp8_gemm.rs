@@ -335,6 +335,67 @@ fn forced_k_splits_match_the_dequantised_product() {
     }
 }
 
+/// Programmatic dependent launches keep the stream's order: a long one-CTA GEMM (K 32768 on a
+/// single tile) followed at once by a short GEMM into the same D, which may start on the idle
+/// SMs, must leave the short one's product (without the kernel's wait its stores land first and
+/// the long one's overwrite them); then a chain of stream-K and hybrid GEMMs, launched
+/// back-to-back into their own Ds through one stream's shared partial slots and flags, each
+/// matches its own reference.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn programmatic_launches_keep_stream_order() {
+    let (dev, wf) = gpu();
+    let mut wf = wf.clone();
+    wf.set_programmatic_launch(true);
+    let stream = dev.stream();
+    let upload = |case: &Quantised| {
+        let a = stream.clone_htod(&case.a).unwrap();
+        let sa = stream.clone_htod(&case.a_scales).unwrap();
+        let b = stream.clone_htod(&case.b).unwrap();
+        let sb = stream.clone_htod(&case.b_scales).unwrap();
+        (a, sa, b, sb)
+    };
+    let check = |case: &Quantised, d: &CudaSlice<bf16>, what: &str| {
+        let got = stream.clone_dtoh(d).unwrap();
+        let (want, tol) = case.reference(identity);
+        let miss = first_miss(case.m, case.n, |e| got[e].to_f64(), &want, &tol);
+        assert!(miss.is_none(), "{what} ({}×{}×{}): {}", case.m, case.n, case.k, miss.unwrap());
+    };
+
+    let (m, n) = (128, 128);
+    let slow = Quantised::new(m, n, 32768, 11, false);
+    let fast = Quantised::new(m, n, 128, 12, true);
+    let slow_problem =
+        Fp8GemmProblem { tile_width: TileWidth::Narrow, k_split: KSplit::Ways(1), ..Fp8GemmProblem::new(m, n, slow.k) };
+    assert_eq!(wf.fp8_gemm_plan(&slow_problem).unwrap().grid, 1, "the long GEMM runs on one CTA");
+    let (slow_in, fast_in) = (upload(&slow), upload(&fast));
+    let mut d: CudaSlice<bf16> = stream.alloc_zeros(m * n).unwrap();
+    for _ in 0..3 {
+        wf.fp8_gemm(stream, &slow_problem, &slow_in.0, &slow_in.1, &slow_in.2, &slow_in.3, &mut d).unwrap();
+        let problem = Fp8GemmProblem::new(m, n, fast.k);
+        wf.fp8_gemm(stream, &problem, &fast_in.0, &fast_in.1, &fast_in.2, &fast_in.3, &mut d).unwrap();
+    }
+    check(&fast, &d, "the short GEMM after the long one");
+
+    let chain: Vec<Quantised> =
+        [(64, 4096, 7168), (576, 4096, 4096), (130, 700, 400), (256, 2112, 7168), (1, 24576, 1536)]
+            .iter()
+            .map(|&(m, n, k)| Quantised::new(m, n, k, (m + 3 * n + 5 * k) as u64, true))
+            .collect();
+    let inputs: Vec<_> = chain.iter().map(upload).collect();
+    let mut ds: Vec<CudaSlice<bf16>> = chain.iter().map(|c| stream.alloc_zeros(c.m * c.n).unwrap()).collect();
+    let mut modes = Vec::new();
+    for ((case, (a, sa, b, sb)), d) in chain.iter().zip(&inputs).zip(&mut ds) {
+        let problem = Fp8GemmProblem::new(case.m, case.n, case.k);
+        modes.push(wf.fp8_gemm_plan(&problem).unwrap().schedule);
+        wf.fp8_gemm(stream, &problem, a, sa, b, sb, d).unwrap();
+    }
+    assert!(modes.iter().any(|&mode| mode != StreamKMode::DataParallel), "the chain shares stream-K slots: {modes:?}");
+    for (case, d) in chain.iter().zip(&ds) {
+        check(case, d, "a GEMM of the back-to-back chain");
+    }
+}
+
 /// The GPU quantisers' output (K a multiple of 128 there) goes straight into the GEMM.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]

@@ -149,7 +149,11 @@ fn contiguous_routing(counts: &[usize]) -> Routing {
 /// A masked routing: capacity from the seed; counts from `counts`, with some negative and
 /// some past the capacity.
 fn masked_routing(seed: u64, counts: &[usize]) -> Routing {
-    let capacity = 1 + (mix(seed) % 400) as usize;
+    masked_routing_within(seed, counts, 1 + (mix(seed) % 400) as usize)
+}
+
+/// As [`masked_routing`], with the given capacity.
+fn masked_routing_within(seed: u64, counts: &[usize], capacity: usize) -> Routing {
     let counts = counts
         .iter()
         .enumerate()
@@ -275,6 +279,19 @@ proptest! {
     #[ignore = "needs an NVIDIA GPU"]
     fn grouped_fp8_masked_matches_f64(seed in any::<u64>(), experts in 1usize..=6, n in n_dim(), k16 in 1usize..=40) {
         let routing = masked_routing(seed, &counts(seed, experts));
+        let (case, got) = run_fp8(routing.clone(), experts, n, 16 * k16, seed);
+        let miss = case.first_miss(&got, true, 0);
+        prop_assert!(miss.is_none(), "{routing:?} N {n}, K {}: {}", 16 * k16, miss.unwrap());
+    }
+
+    /// The decode regime: a capacity of at most 64 rows, which runs on the FP8 body's wide
+    /// 64 × 256 tiles (each expert one tile row, written whole or not at all, as on 128 × 128).
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn grouped_fp8_masked_decode_matches_f64(
+        seed in any::<u64>(), experts in 1usize..=12, n in n_dim(), k16 in 1usize..=40, capacity in 1usize..=64,
+    ) {
+        let routing = masked_routing_within(seed, &counts(seed, experts), capacity);
         let (case, got) = run_fp8(routing.clone(), experts, n, 16 * k16, seed);
         let miss = case.first_miss(&got, true, 0);
         prop_assert!(miss.is_none(), "{routing:?} N {n}, K {}: {}", 16 * k16, miss.unwrap());

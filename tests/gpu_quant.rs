@@ -256,7 +256,8 @@ proptest! {
 /// Matrices larger than one pass of the grid (about 2^18 vectors of eight on an H200): each
 /// lane walks many vectors, so the per-token kernels' (row, group) cursor wraps rows at group
 /// counts that do not divide the grid's stride (13, 15 groups per row), and the weight-block
-/// grid-stride revisits CTAs; odd row counts pad the scale columns.
+/// grid-stride revisits CTAs; odd row counts pad the scale columns; NVFP4's encoder ends inside
+/// a warp step.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn scaled_quantisers_over_many_grid_passes() {
@@ -268,6 +269,10 @@ fn scaled_quantisers_over_many_grid_passes() {
         run_scaled::<bf16>(QuantScheme::PerBlock, m, k, false, seed).unwrap();
         run_scaled::<f16>(QuantScheme::PerBlock, m, k, true, seed).unwrap();
     }
+    // NVFP4's encoder walks 64-vector warp steps (one 16-element block per lane); 2999 × 1664
+    // ends 48 vectors into its last step.
+    run_nvfp4::<bf16, f32>(2999, 1664, 13).unwrap();
+    run_nvfp4::<f16, bf16>(8191, 1920, 14).unwrap();
 }
 
 #[test]

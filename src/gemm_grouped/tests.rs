@@ -79,11 +79,31 @@ fn mixed_or_out_of_range_blocks_are_named() {
 #[test]
 fn plans_cover_every_tile_data_parallel() {
     let e = GroupedMaskedProblem { experts: 8, capacity: 300, n: 4096, k: 7168 }.check(false).unwrap();
-    let (grid, plan) = grouped_plan(&e, 256, 112, 132).unwrap();
+    let (grid, plan) = grouped_plan(&e, (128, 256), 112, 132).unwrap();
     // 8 experts × 3 tile rows × 16 tile columns.
     assert_eq!((grid, plan.raster.tile_count(), plan.raster_rows), (132, 8 * 3 * 16, 3));
     assert_eq!(plan.units.stream_k_tiles(), 0);
     let e = GroupedContiguousProblem { rows: 128, n: 100, k: 16, experts: 1 }.check(true).unwrap();
-    let (grid, plan) = grouped_plan(&e, 128, 1, 132).unwrap();
+    let (grid, plan) = grouped_plan(&e, (128, 128), 1, 132).unwrap();
     assert_eq!((grid, plan.raster.tile_count(), plan.raster_rows), (1, 1, 1));
+    // Wide FP8 tiles: 32 experts of 48 rows, one 64-row tile row each, 16 tiles of 256 columns.
+    let e = GroupedMaskedProblem { experts: 32, capacity: 48, n: 4096, k: 7168 }.check(true).unwrap();
+    let (grid, plan) = grouped_plan(&e, (64, 256), 56, 132).unwrap();
+    assert_eq!((grid, plan.raster.tile_count(), plan.raster_rows), (132, 32 * 16, 1));
+}
+
+#[test]
+fn wide_tiles_only_for_masked_fp8_capacities_within_one_tile_row() {
+    let masked = |capacity| GroupedMaskedProblem { experts: 4, capacity, n: 4096, k: 7168 }.check(true).unwrap();
+    assert!(prefer_fp8_grouped_wide(&masked(1)) && prefer_fp8_grouped_wide(&masked(64)));
+    assert!(!prefer_fp8_grouped_wide(&masked(65)) && !prefer_fp8_grouped_wide(&masked(1024)));
+    let contiguous = GroupedContiguousProblem { rows: 128, n: 4096, k: 7168, experts: 4 }.check(true).unwrap();
+    assert!(!prefer_fp8_grouped_wide(&contiguous));
+    // The second B scale box of the last expert's last wide tile must be one TMA coordinate:
+    // 2^22 − 1 experts of 512 K blocks are 2^31 − 512 scales, plus one expert's K blocks 2^31.
+    let edge = GroupedMaskedProblem { experts: (1 << 22) - 1, capacity: 8, n: 128, k: 1 << 16 }.check(true).unwrap();
+    assert_eq!(edge.b_scales(), (1 << 31) - 512);
+    assert!(!prefer_fp8_grouped_wide(&edge));
+    let fits = GroupedMaskedProblem { experts: (1 << 22) - 2, capacity: 8, n: 128, k: 1 << 16 };
+    assert!(prefer_fp8_grouped_wide(&fits.check(true).unwrap()));
 }

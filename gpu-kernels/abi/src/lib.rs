@@ -575,6 +575,10 @@ pub mod entries {
         Entry::new("gemm_fp8_grouped_contiguous_bf16_sm90");
     /// Grouped block-scaled FP8 GEMM, masked layout.
     pub const GEMM_FP8_GROUPED_MASKED_BF16: Entry<GemmFp8GroupedSm90> = Entry::new("gemm_fp8_grouped_masked_bf16_sm90");
+    /// Grouped block-scaled FP8 GEMM, masked layout, on the FP8 body's wide 64 × 256 tiles (a
+    /// capacity of at most 64 rows per expert).
+    pub const GEMM_FP8_GROUPED_MASKED_BF16_WIDE: Entry<GemmFp8GroupedSm90> =
+        Entry::new("gemm_fp8_grouped_masked_bf16_wide_sm90");
     /// Decode GEMM (≤ 8 rows) without tensor cores, bf16 inputs, bf16 output.
     pub const GEMM_SKINNY_BF16_BF16: Entry<GemmSkinny> = Entry::new("gemm_skinny_bf16_bf16_sm90");
     /// bf16 inputs, f16 output.

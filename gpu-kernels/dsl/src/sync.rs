@@ -84,3 +84,29 @@ pub fn fence_proxy_async_shared() {
     // SAFETY: fences have no preconditions.
     unsafe { fence::fence_proxy_async_shared_cta() }
 }
+
+/// Waits until every grid this one depends on (the stream's previous kernel, when this grid was
+/// a programmatic dependent launch) has completed and its memory is visible; returns at once
+/// otherwise. A kernel the host may launch programmatically calls it, in every thread, before
+/// its first access to global memory (kernel parameters, its grid-constant tensor maps and
+/// shared memory are safe before it): the host launcher enables such launches only for entries
+/// whose body contains this wait.
+///
+/// Emits `griddepcontrol.wait;`.
+#[inline(always)]
+pub fn wait_for_prerequisite_grids() {
+    // SAFETY: waiting has no precondition on sm_90+, the only arches these kernels build for.
+    unsafe { crate::ptx::warpgroup::griddepcontrol_wait() }
+}
+
+/// Lets the stream's next kernel, when launched programmatically, start on the SMs this grid
+/// frees before it completes (that kernel still waits at [`wait_for_prerequisite_grids`] before
+/// it reads what this grid writes). Takes effect once every block of the grid has called it or
+/// exited.
+///
+/// Emits `griddepcontrol.launch_dependents;`.
+#[inline(always)]
+pub fn allow_dependent_grids() {
+    // SAFETY: a scheduling hint with no memory effect on this grid.
+    unsafe { crate::ptx::warpgroup::griddepcontrol_launch_dependents() }
+}

@@ -54,7 +54,7 @@ use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler
 use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
-use warpforge_dsl::sync::NamedBarrier;
+use warpforge_dsl::sync::{self, NamedBarrier};
 use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, SmemVector, SmemVectorRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::Acc64x128F32;
@@ -67,7 +67,7 @@ use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
 const K_BLOCK: usize = BLOCK_K as usize;
 /// Ring depths of the stacked (128 × 128) and wide (64 × 256) arrangements.
 pub(crate) const RING: usize = STAGES as usize;
-const WIDE_RING: usize = WIDE_STAGES as usize;
+pub(crate) const WIDE_RING: usize = WIDE_STAGES as usize;
 const A_ROWS: usize = A_BOX_ROWS as usize;
 const B_ROWS: usize = BLOCK_N as usize;
 /// Rows of B each CTA of a 2 × 1 cluster loads and multicasts.
@@ -174,6 +174,11 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     }
     // SAFETY: all 384 threads (of every CTA of the group) reach it.
     unsafe { G::sync() };
+    // Up to here only parameters, tensor maps and shared memory: a programmatic launch may run
+    // it under the previous kernel's tail. Every global access (the schedule's reads, TMA loads,
+    // the stream-K slots and flags, D) comes after the previous kernel has completed.
+    sync::wait_for_prerequisite_grids();
+    sync::allow_dependent_grids();
 
     let geometry = TileGeometry {
         block_m: if WIDE { WIDE_BLOCK_M } else { BLOCK_M },
@@ -284,20 +289,24 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
         // SAFETY: whole warpgroup, once after the main loop.
         unsafe { consumer.drain() };
         let mut acc = promoted.sum;
+        // The block's rows inside D: a stream-K hand-over moves only those (decode rows: a few
+        // of the block's 64; every contributor and the finaliser compute the same count).
+        let rows = p.m.saturating_sub(row0);
         match unit.role {
             UnitRole::Whole => {}
             UnitRole::Partial => {
                 // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
                 // first stream-K unit); the sum is complete (promoted after every wait).
-                unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
+                unsafe { slots.publish_rows(&acc, rows, worker, half, &wg_barrier, leader) };
                 index += 1;
                 continue;
             }
             UnitRole::Finalize => {
                 let (_, last) = unit.contributors;
                 // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
-                // partial once (the schedule's contract).
-                unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
+                // partial once (the schedule's contract), with the same rows (same tile, same
+                // warpgroup position).
+                unsafe { slots.accumulate_rows(&mut acc, rows, worker + 1, last, half, &wg_barrier, leader) };
             }
         }
         let target = BlockTarget {

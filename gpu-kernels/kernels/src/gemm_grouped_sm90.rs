@@ -9,7 +9,8 @@
 //!
 //! Algorithm: the dense bodies unchanged (the 16-bit one, [`crate::gemm_bf16_ws_persistent_sm90`],
 //! on 128 × 256 cooperative tiles; the FP8 one, [`crate::gemm_fp8_blockscaled_sm90`], on
-//! 128 × 128), driven by `parts::schedule::ExpertTiles` (one entry per layout, so neither role
+//! 128 × 128, or on its wide 64 × 256 tiles for a masked capacity of at most 64 rows, the
+//! decode regime, where one tile row holds an expert's rows either way), driven by `parts::schedule::ExpertTiles` (one entry per layout, so neither role
 //! carries it): whole tiles round robin (the host's plan is data-parallel) over the
 //! tile rows of all experts stacked along M, each unit told its expert (B's batch coordinate,
 //! and the FP8 scales' expert offset) and whether it has rows; producer and consumers read the
@@ -28,10 +29,12 @@ use warpforge_dsl::parts::schedule::ExpertTiles;
 
 use crate::gemm_bf16_ws_persistent_sm90::wide;
 use crate::gemm_epilogue::Linear;
+use crate::gemm_fp8_blockscaled_sm90::{RING, WIDE_RING, gemm as gemm_fp8};
+use crate::gemm_sm90_ctas::Solo;
 
-/// The grouped entries: name, input, layout (`MASKED`).
+/// The grouped bf16 entries: name, layout (`MASKED`).
 macro_rules! grouped_entries {
-    ($($bf16:ident, $fp8:ident: masked = $masked:literal;)*) => {$(
+    ($($bf16:ident: masked = $masked:literal;)*) => {$(
         /// Grouped bf16 GEMM, bf16 output; see the module docs, [`GemmParams`] and
         /// [`GroupedParams`].
         ///
@@ -60,13 +63,18 @@ macro_rules! grouped_entries {
                 wide!(Bf16, Linear<Bf16>, false, ExpertTiles<$masked>)(a_map, b_map, d_map, &params, &plan, experts)
             }
         }
+    )*};
+}
 
-        /// Grouped block-scaled FP8 GEMM, bf16 output; see the module docs, [`GemmParams`],
-        /// [`BlockScaleParams`] and [`GroupedParams`].
+/// The grouped FP8 entries: name, layout (`MASKED`), tile (`WIDE`: 64 × 256, the FP8 body's
+/// side-by-side consumers) and ring depth.
+macro_rules! fp8_grouped_entries {
+    ($($(#[$doc:meta])* $fp8:ident: masked = $masked:literal, wide = $wide:literal, ring = $ring:expr;)*) => {$(
+        $(#[$doc])*
         ///
         /// # Safety
         /// As the FP8 body's (`gemm_fp8_blockscaled_sm90::gemm`) for A (K × rows × batches), B
-        /// (K × N × experts) and D (N × rows × batches) with batches as for the bf16 entry;
+        /// (K × N × experts) and D (N × rows × batches) with batches as for the bf16 entries;
         /// the A scale map's batches are A's and every expert's B scales (`scales.b_stride`
         /// apart in the flattened buffer) cover N.
         #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
@@ -81,20 +89,32 @@ macro_rules! grouped_entries {
             scales: BlockScaleParams,
             grouped: GroupedParams,
         ) {
-            // SAFETY: as above.
+            // SAFETY: the index or count buffer covers the plan's rows or experts (launcher
+            // contract).
             let experts = |geometry| unsafe {
                 ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
             };
             let scale_maps = (a_scale_map, b_scale_map);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                crate::gemm_fp8_blockscaled_sm90::gemm::<_, crate::gemm_sm90_ctas::Solo, false, { crate::gemm_fp8_blockscaled_sm90::RING }>(a_map, b_map, d_map, scale_maps, &params, &plan, &scales, experts)
+                gemm_fp8::<_, Solo, $wide, { $ring }>(a_map, b_map, d_map, scale_maps, &params, &plan, &scales, experts)
             }
         }
     )*};
 }
 
 grouped_entries! {
-    gemm_grouped_contiguous_bf16_sm90, gemm_fp8_grouped_contiguous_bf16_sm90: masked = false;
-    gemm_grouped_masked_bf16_sm90, gemm_fp8_grouped_masked_bf16_sm90: masked = true;
+    gemm_grouped_contiguous_bf16_sm90: masked = false;
+    gemm_grouped_masked_bf16_sm90: masked = true;
+}
+
+fp8_grouped_entries! {
+    /// Grouped block-scaled FP8 GEMM, bf16 output, contiguous layout; see the module docs,
+    /// [`GemmParams`], [`BlockScaleParams`] and [`GroupedParams`].
+    gemm_fp8_grouped_contiguous_bf16_sm90: masked = false, wide = false, ring = RING;
+    /// Grouped block-scaled FP8 GEMM, bf16 output, masked layout.
+    gemm_fp8_grouped_masked_bf16_sm90: masked = true, wide = false, ring = RING;
+    /// Grouped block-scaled FP8 GEMM, bf16 output, masked layout on 64 × 256 tiles (a capacity of
+    /// at most 64 rows per expert: one tile row, written whole as on 128 × 128 tiles).
+    gemm_fp8_grouped_masked_bf16_wide_sm90: masked = true, wide = true, ring = WIDE_RING;
 }

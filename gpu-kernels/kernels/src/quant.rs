@@ -260,6 +260,62 @@ pub(crate) unsafe fn for_each_vector_pair<T: Input16, const LANES: u32>(
     }
 }
 
+/// Walks `n_vec` 8-element vectors of `x` (`n_vec` even) as blocks of two consecutive vectors,
+/// one block per lane, with the loads of [`for_each_vector_pair`] over runs of 32 vectors: each
+/// step a warp loads 64 consecutive vectors, lane `l` of half `h` the vectors `v = base + 32h +
+/// l` and `v + 16` (every load instruction reads two 256-byte runs), then neighbouring lanes
+/// swap one vector (four shuffles): an even lane keeps block `v / 2` (its first vector and its
+/// neighbour's), an odd lane block `(v + 15) / 2` (its neighbour's second vector and its own);
+/// `logic::quant::block16_first_vector`, whose CPU test checks that every block is kept once.
+/// Calls `f(block, in_range, [lower, upper])` on every lane of every step (warp-uniform control
+/// flow); vectors past the end read as zeros. What a block costs once (its amax, scale and
+/// reciprocal) is then paid once per 16 elements instead of on each of two lanes, with no
+/// shuffle to combine them.
+///
+/// # Safety
+/// `x` is 16-byte aligned and holds `8 · n_vec` elements not written during the launch; the
+/// block size is a multiple of 32; `n_vec + 2 · grid_stride_x() < 2^32`.
+#[inline(always)]
+pub(crate) unsafe fn for_each_block16<T: Input16>(
+    n_vec: u32,
+    x: *const T,
+    mut f: impl FnMut(u32, bool, [T::Vector; 2]),
+) {
+    let lane = lane_id();
+    let offset = q::block16_load_offset(lane);
+    let odd = lane % 2 == 1;
+    let stride = 2 * grid_stride_x() as u32;
+    let mut v = 2 * (global_x() as u32 - lane) + offset;
+    let load = |v: u32| {
+        if v < n_vec {
+            // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
+            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
+        } else {
+            zero_vector::<T>()
+        }
+    };
+    // Warp-uniform: the warp's first vector, `v - offset`, is the same on every lane.
+    while v - offset < n_vec {
+        let (first, second) = (load(v), load(v + 16));
+        let (a, b, c, d) = if odd { first.words() } else { second.words() };
+        // SAFETY: all 32 lanes run this loop together (its condition is warp-uniform).
+        let swapped = unsafe {
+            T::Vector::from_words((
+                warp::shuffle_xor(a, 1),
+                warp::shuffle_xor(b, 1),
+                warp::shuffle_xor(c, 1),
+                warp::shuffle_xor(d, 1),
+            ))
+        };
+        let pair = if odd { [swapped, second] } else { [first, swapped] };
+        // `v - offset` is the step's first vector.
+        let block_vec = q::block16_first_vector(v - offset, lane);
+        // `n_vec` is even and `block_vec` too, so the block lies wholly inside or outside.
+        f(block_vec / 2, block_vec < n_vec, pair);
+        v += stride;
+    }
+}
+
 /// Stores eight FP8 bytes at byte `8 · v` of `out`.
 ///
 /// # Safety

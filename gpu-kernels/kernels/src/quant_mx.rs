@@ -4,8 +4,10 @@
 //! nibble).
 //!
 //! A block is consecutive in memory (row-major, K a multiple of the block), so every kernel is
-//! a walk over 8-element vectors: an MX block is 4 lanes and an NVFP4 block 2, their amax one
-//! or two butterfly shuffles of magnitude keys (`quant::AmaxKey`). The scale rules are
+//! a walk over 8-element vectors: an MX block is 4 lanes, its amax two butterfly shuffles of
+//! magnitude keys (`quant::AmaxKey`); NVFP4's encoder gives each lane a whole 16-element block
+//! (`quant::for_each_block16`: coalesced loads, then neighbours swap a vector), so its amax,
+//! e4m3 scale and reciprocal are computed once per block, not on both of two lanes. The scale rules are
 //! `logic::quant`'s on every arch (the MX exponent is two integer operations; NVFP4's e4m3
 //! block scale divides by reciprocals, `logic::quant::nvfp4_block_scale_value_fast`, the
 //! reference's byte on every input proved on the CPU, and rounds through the hardware
@@ -27,9 +29,8 @@ use warpforge_dsl::num::E2m1;
 use warpforge_dsl::num::{Bf16, E4m3, F16};
 use warpforge_dsl::regs::{RegArray, Regs8};
 use warpforge_dsl::thread::{global_x, grid_stride_x};
-use warpforge_dsl::warp;
 
-use crate::quant::{AmaxKey, Input16, VEC, for_each_vector, has_nan, pack8, store8};
+use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, for_each_vector, has_nan, pack8, store8};
 
 /// Vectors per MX block (4 lanes × 8 = 32 elements).
 const MX_LANES: u32 = q::MX_BLOCK as u32 / VEC;
@@ -265,21 +266,21 @@ unsafe fn nvfp4_encode<T: Input16>(
         // SAFETY: one writable f32, this thread's only.
         unsafe { global_out.write(global) };
     }
-    // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
+    // SAFETY: the contract above (n / 8 < 2^31, and even as n % 16 == 0).
     unsafe {
         // Forward: bound by its per-element instructions, the encoder gained nothing from
         // starting on what `amax_*` left in L2 and lost 3 % at 256 MiB (docs/PERF.md, build E).
-        for_each_vector::<T, false>((n / VEC as u64) as u32, x, |v, in_range, raw| {
-            let nan = has_nan::<T>(raw) as u32;
-            let nan = nan | warp::shuffle_xor(nan, NVFP4_LANES / 2);
-            let amax = AmaxKey::of::<T>(raw).across_lanes::<NVFP4_LANES>().amax::<T>();
-            let byte = nvfp4_block_scale(amax, divisor, nan != 0);
+        for_each_block16::<T>((n / VEC as u64) as u32, x, |block, in_range, [lower, upper]| {
+            let nan = has_nan::<T>(lower) || has_nan::<T>(upper);
+            let amax = AmaxKey::of::<T>(lower).max(AmaxKey::of::<T>(upper)).amax::<T>();
+            let byte = nvfp4_block_scale(amax, divisor, nan);
             let scale = E4m3(byte).to_f32() * global;
             if in_range {
-                out.add(v as usize * VEC as usize / 2).cast::<u32>().write(nvfp4_word(&T::widen(raw), scale));
-                if v % NVFP4_LANES == 0 {
-                    scales.add((v / NVFP4_LANES) as usize).write(byte);
-                }
+                // Eight code bytes per block; `out` is only 4-byte aligned, so two words.
+                let words = out.add(block as usize * q::NVFP4_BLOCK / 2).cast::<u32>();
+                words.write(nvfp4_word(&T::widen(lower), scale));
+                words.add(1).write(nvfp4_word(&T::widen(upper), scale));
+                scales.add(block as usize).write(byte);
             }
         })
     }

@@ -299,6 +299,27 @@ pub fn mx_scale(byte: u8) -> f32 {
     f32::from_bits(((byte as u32) << 23) | ((edge as u32) << 22))
 }
 
+/// Vectors (8 elements each) a warp loads per step of the NVFP4 encoder's block walk.
+pub const BLOCK16_WARP_VECTORS: u32 = 64;
+
+/// The NVFP4 encoder's block walk (one 16-element block, two vectors, per lane): in a warp step
+/// starting at vector `base`, lane `lane` loads vectors `base + block16_load_offset(lane)` and
+/// 16 past it (each load instruction reads two runs of 16 consecutive vectors), swaps one with
+/// lane `lane ^ 1`, and keeps the block whose first vector [`block16_first_vector`] gives.
+#[inline(always)]
+pub const fn block16_load_offset(lane: u32) -> u32 {
+    lane / 16 * 32 + lane % 16
+}
+
+/// The first vector of the block lane `lane` keeps in the step starting at vector `base`: an
+/// even lane its own first vector and its neighbour's (`v`, `v + 1`), an odd lane its
+/// neighbour's second vector and its own (`v + 15`, `v + 16`), with `v` the lane's first load.
+#[inline(always)]
+pub const fn block16_first_vector(base: u32, lane: u32) -> u32 {
+    let v = base + block16_load_offset(lane);
+    if lane % 2 == 1 { v + 15 } else { v }
+}
+
 /// NVFP4's largest representable product of scale and element: `448 · 6`.
 pub const NVFP4_RANGE: f32 = 448.0 * 6.0;
 
@@ -442,16 +463,18 @@ pub fn nvfp4_encode(x: f32, scale: f32) -> u8 {
 /// reciprocal overflows makes `±0 · ∞` a NaN, which the reference encodes as +0: take
 /// [`nvfp4_encode`] there.) Each element enters at the top of the word by two funnel shifts,
 /// its three magnitude bits straight from the sum's low bits and then its sign, so nothing is
-/// masked or shifted into place: three instructions an element besides the encoder's.
+/// masked or shifted into place: three instructions an element besides the encoder's. Written
+/// without a loop: a kernel encoding two words per lane got one of two such loops left rolled
+/// by LLVM (the elements then picked by a select chain, about 30 instructions each).
 #[inline(always)]
 pub fn nvfp4_encode8_by_inverse(values: [f32; 8], inverse: f32) -> u32 {
-    let mut word = 0u32;
-    for x in values {
+    let push = |word: u32, x: f32| {
         let x = x * inverse;
-        word = (word >> 3) | (e2m1_magnitude_sum(x) << 29);
-        word = (word >> 1) | (x.to_bits() & 0x8000_0000);
-    }
-    word
+        let word = (word >> 3) | (e2m1_magnitude_sum(x) << 29);
+        (word >> 1) | (x.to_bits() & 0x8000_0000)
+    };
+    let [a, b, c, d, e, f, g, h] = values;
+    push(push(push(push(push(push(push(push(0, a), b), c), d), e), f), g), h)
 }
 
 /// [`Minifloat::E2m1`]`.encode(x)` for the host and where a NaN can arrive:

@@ -33,12 +33,17 @@ pub struct LaunchConfig {
     pub dynamic_smem: u32,
     /// Cluster shape, if a cluster launch.
     pub cluster: Option<[u32; 3]>,
+    /// A programmatic dependent launch: the grid may start while the stream's previous
+    /// kernel still runs (once that kernel's blocks have all triggered or exited), and waits
+    /// for its completion at `griddepcontrol.wait`. Refused for kernels whose body has no such
+    /// wait ([`EntryDirectives::waits_for_prerequisite_grids`](crate::ptx_info::EntryDirectives)).
+    pub programmatic: bool,
 }
 
 impl LaunchConfig {
     /// A 1-D launch of `grid` blocks of `block` threads, no shared memory, no cluster.
     pub const fn linear(grid: u32, block: u32) -> Self {
-        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_smem: 0, cluster: None }
+        LaunchConfig { grid: [grid, 1, 1], block: [block, 1, 1], dynamic_smem: 0, cluster: None, programmatic: false }
     }
 
     /// With `bytes` of dynamic shared memory.
@@ -50,6 +55,12 @@ impl LaunchConfig {
     /// As a cluster launch of shape `cluster`.
     pub const fn with_cluster(mut self, cluster: [u32; 3]) -> Self {
         self.cluster = Some(cluster);
+        self
+    }
+
+    /// As a programmatic dependent launch when `programmatic` (see [`LaunchConfig::programmatic`]).
+    pub const fn with_programmatic_dependency(mut self, programmatic: bool) -> Self {
+        self.programmatic = programmatic;
         self
     }
 
@@ -261,6 +272,13 @@ impl Kernel {
             }
             (given, required) => given.or(required),
         };
+        if config.programmatic && !d.waits_for_prerequisite_grids {
+            return refuse(
+                "a programmatic dependent launch, but the kernel never waits for the previous grid \
+                 (no griddepcontrol.wait in its body)"
+                    .into(),
+            );
+        }
         if d.explicit_cluster && cluster.is_none() {
             return refuse("the kernel must be launched as a cluster (.explicitcluster)".into());
         }
@@ -319,6 +337,13 @@ impl Kernel {
             a.value.clusterDim.x = x;
             a.value.clusterDim.y = y;
             a.value.clusterDim.z = z;
+            attrs.push(a);
+        }
+        if config.programmatic {
+            // SAFETY: as above.
+            let mut a: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+            a.value.programmaticStreamSerializationAllowed = 1;
             attrs.push(a);
         }
         let launch = sys::CUlaunchConfig {

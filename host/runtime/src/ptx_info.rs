@@ -26,15 +26,32 @@ pub struct EntryDirectives {
     pub param_count: usize,
     /// Bytes of each parameter, in declaration order (`.u64` → 8, `.b8 name[96]` → 96).
     pub param_sizes: Vec<usize>,
+    /// The entry's own body executes `griddepcontrol.wait` (a wait in a called `.func` does
+    /// not count): the one kind of kernel a programmatic dependent launch may start early.
+    pub waits_for_prerequisite_grids: bool,
 }
 
 /// Parses every `.entry` of `ptx`.
 pub fn entry_directives(ptx: &str) -> Vec<EntryDirectives> {
-    let mut out = Vec::new();
+    let mut out: Vec<EntryDirectives> = Vec::new();
     let mut current: Option<EntryDirectives> = None;
     let mut in_params = false;
+    // The entry whose body is being read (its index in `out`) and the body's brace depth.
+    let mut body: Option<(usize, usize)> = None;
     for raw in ptx.lines() {
         let line = raw.split("//").next().unwrap_or("").trim();
+        if let Some((index, depth)) = body.as_mut() {
+            if line.starts_with("griddepcontrol.wait") {
+                out[*index].waits_for_prerequisite_grids = true;
+            }
+            let opened = line.matches('{').count();
+            let closed = line.matches('}').count();
+            *depth = (*depth + opened).saturating_sub(closed);
+            if *depth == 0 {
+                body = None;
+            }
+            continue;
+        }
         if let Some(rest) = line.strip_prefix(".visible .entry ").or_else(|| line.strip_prefix(".entry ")) {
             if let Some(done) = current.take() {
                 out.push(done);
@@ -57,6 +74,7 @@ pub fn entry_directives(ptx: &str) -> Vec<EntryDirectives> {
         }
         if line.starts_with('{') {
             out.push(current.take().expect("checked above"));
+            body = Some((out.len() - 1, 1));
             continue;
         }
         let mut words = line.splitn(2, char::is_whitespace);
@@ -130,6 +148,13 @@ mod tests {
 )
 .maxntid 1024, 1, 1
 {
+\t{
+\t.reg .pred p;
+\tmov.b32 {%rs1, %rs2}, %r1;
+\t}
+\t// begin inline asm
+\tgriddepcontrol.wait;
+\t// end inline asm
 \tret;
 }
 .visible .entry k3(
@@ -155,5 +180,7 @@ mod tests {
         assert_eq!(e[1].maxntid, Some([1024, 1, 1]));
         assert_eq!(e[1].param_count, 1);
         assert!(!e[1].explicit_cluster);
+        assert!(e[1].waits_for_prerequisite_grids, "the wait after a nested scope is still k2's");
+        assert!(!e[0].waits_for_prerequisite_grids && !e[2].waits_for_prerequisite_grids);
     }
 }

@@ -12,9 +12,16 @@
 //! registers in contributor order, which makes the sum deterministic. A CTA publishes at most
 //! once, in its first stream-K unit, before any wait of its own, so every wait ends once the
 //! grid is resident.
+//!
+//! A block whose lower rows lie past the output (a decode GEMM's few rows in a 64-row block)
+//! hands over only the rows that hold results ([`PartialSlots::publish_rows`],
+//! [`PartialSlots::accumulate_rows`]): a thread whose upper row (`logic::fragment::acc_thread_row`)
+//! is past them neither stores nor loads (its lower row, 8 further, is past them too), so a
+//! one-row block moves 1/16 of the bytes and the finaliser's serial sum shrinks with it.
 
 use crate::atomic::AtomicCell;
 use crate::global::{F32x4, load_f32x4_l2, store_f32x4};
+use crate::logic::fragment::acc_thread_row;
 use crate::sync::{NamedBarrier, fence_acq_rel_gpu};
 use crate::warpgroup::{self, acc::Accumulator};
 
@@ -78,24 +85,65 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
         barrier: &NamedBarrier<128>,
         leader: bool,
     ) {
+        // SAFETY: forwarded (function contract); every row is handed over.
+        unsafe { self.publish_inner::<A, false>(acc, 0, cta, half, barrier, leader) }
+    }
+
+    /// [`Self::publish`] of the block's first `rows` rows only (the rest lie past the output and
+    /// are never read); the finaliser reads them with [`Self::accumulate_rows`] and the same
+    /// `rows`.
+    ///
+    /// # Safety
+    /// As for [`Self::publish`].
+    #[inline(always)]
+    pub unsafe fn publish_rows<A: Accumulator<Elem = f32>>(
+        &self,
+        acc: &A,
+        rows: u32,
+        cta: u32,
+        half: u32,
+        barrier: &NamedBarrier<128>,
+        leader: bool,
+    ) {
+        // SAFETY: forwarded (function contract).
+        unsafe { self.publish_inner::<A, true>(acc, rows, cta, half, barrier, leader) }
+    }
+
+    /// The hand-over's store side; with `LIMIT`, only threads whose upper row is below `rows`
+    /// store.
+    ///
+    /// # Safety
+    /// As for [`Self::publish`].
+    #[inline(always)]
+    unsafe fn publish_inner<A: Accumulator<Elem = f32>, const LIMIT: bool>(
+        &self,
+        acc: &A,
+        rows: u32,
+        cta: u32,
+        half: u32,
+        barrier: &NamedBarrier<128>,
+        leader: bool,
+    ) {
         const { assert!(A::REGS * WARPGROUP_THREADS <= Self::HALF_SLOT_FLOATS, "one accumulator fits half a slot") };
         const { assert!(A::REGS % 4 == 0, "registers move four at a time") };
         let (slot, t) = (self.slot(cta, half), warpgroup::thread_index_in_place() as usize);
-        let mut quad = F32x4::default();
-        acc.for_each(|i, v| {
-            match i % 4 {
-                0 => quad.0 = v,
-                1 => quad.1 = v,
-                2 => quad.2 = v,
-                _ => {
-                    quad.3 = v;
-                    // SAFETY: (i/4·128 + t)·4 + 3 < half slot, 16-byte aligned (the slots
-                    // are), inside this warpgroup's half slot, which no one reads before the
-                    // flag below is raised.
-                    unsafe { store_f32x4(Self::quad(slot, i / 4, t), quad) };
+        if !LIMIT || acc_thread_row(t as u32) < rows {
+            let mut quad = F32x4::default();
+            acc.for_each(|i, v| {
+                match i % 4 {
+                    0 => quad.0 = v,
+                    1 => quad.1 = v,
+                    2 => quad.2 = v,
+                    _ => {
+                        quad.3 = v;
+                        // SAFETY: (i/4·128 + t)·4 + 3 < half slot, 16-byte aligned (the slots
+                        // are), inside this warpgroup's half slot, which no one reads before the
+                        // flag below is raised.
+                        unsafe { store_f32x4(Self::quad(slot, i / 4, t), quad) };
+                    }
                 }
-            }
-        });
+            });
+        }
         // SAFETY: every thread of the warpgroup arrives (function contract): all stores above
         // happen before the leader's release.
         unsafe { barrier.sync() };
@@ -110,12 +158,55 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
     ///
     /// # Safety
     /// The whole consumer warpgroup `half` calls it together, after a wgmma wait covering `acc`
-    /// and before anything reads it; each of those CTAs publishes exactly once in this launch;
-    /// `barrier` counts exactly this warpgroup's threads.
+    /// and before anything reads it; each of those CTAs publishes exactly once in this launch
+    /// (with [`Self::publish`]); `barrier` counts exactly this warpgroup's threads.
     #[inline(always)]
     pub unsafe fn accumulate<A: Accumulator<Elem = f32>>(
         &self,
         acc: &mut A,
+        first: u32,
+        last: u32,
+        half: u32,
+        barrier: &NamedBarrier<128>,
+        leader: bool,
+    ) {
+        // SAFETY: forwarded (function contract); every row was handed over.
+        unsafe { self.accumulate_inner::<A, false>(acc, 0, first, last, half, barrier, leader) }
+    }
+
+    /// [`Self::accumulate`] of the block's first `rows` rows, as [`Self::publish_rows`] stored
+    /// them: a thread whose rows lie past them adds nothing (its registers are not results).
+    ///
+    /// # Safety
+    /// As for [`Self::accumulate`], each contributor having published with `publish_rows` and
+    /// the same `rows`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn accumulate_rows<A: Accumulator<Elem = f32>>(
+        &self,
+        acc: &mut A,
+        rows: u32,
+        first: u32,
+        last: u32,
+        half: u32,
+        barrier: &NamedBarrier<128>,
+        leader: bool,
+    ) {
+        // SAFETY: forwarded (function contract).
+        unsafe { self.accumulate_inner::<A, true>(acc, rows, first, last, half, barrier, leader) }
+    }
+
+    /// The hand-over's load side; with `LIMIT`, only threads whose upper row is below `rows`
+    /// load.
+    ///
+    /// # Safety
+    /// As for [`Self::accumulate_rows`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn accumulate_inner<A: Accumulator<Elem = f32>, const LIMIT: bool>(
+        &self,
+        acc: &mut A,
+        rows: u32,
         first: u32,
         last: u32,
         half: u32,
@@ -136,13 +227,17 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
         // SAFETY: every thread of the warpgroup arrives; the leader's acquire above orders
         // every publisher's stores before every thread's loads below.
         unsafe { barrier.sync() };
+        if LIMIT && acc_thread_row(t as u32) >= rows {
+            return;
+        }
         for cta in first..=last {
             let slot = self.slot(cta, half);
             let mut quad = F32x4::default();
             acc.for_each_mut(|i, v| {
                 if i % 4 == 0 {
                     // SAFETY: inside that CTA's published half slot (16-byte aligned), written
-                    // once and not again in this launch.
+                    // once and not again in this launch; with `LIMIT` this thread's rows are
+                    // among those published.
                     quad = unsafe { load_f32x4_l2(Self::quad(slot, i / 4, t)) };
                 }
                 *v += match i % 4 {

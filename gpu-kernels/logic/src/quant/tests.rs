@@ -558,3 +558,35 @@ fn software_fma_rounds_once() {
         }
     }
 }
+
+/// The NVFP4 encoder's block walk covers every block exactly once, whatever the vector count
+/// (even) and the grid, and each lane's block is two consecutive vectors that it or its
+/// neighbour (`lane ^ 1`) loaded in the same step.
+#[test]
+fn the_block16_walk_covers_every_block_once() {
+    for n_vec in [2u32, 30, 62, 64, 66, 126, 128, 1000, 4098, 12_346] {
+        for threads in [32u32, 64, 96, 256, 1024] {
+            let mut seen = vec![0u32; n_vec as usize / 2];
+            for warp in 0..threads / 32 {
+                let mut base = warp * BLOCK16_WARP_VECTORS;
+                while base < n_vec {
+                    let loads = |lane: u32| {
+                        let v = base + block16_load_offset(lane);
+                        [v, v + 16]
+                    };
+                    for lane in 0..32 {
+                        let first = block16_first_vector(base, lane);
+                        assert_eq!(first % 2, 0, "a block starts on an even vector");
+                        let held = [loads(lane), loads(lane ^ 1)].concat();
+                        assert!(held.contains(&first) && held.contains(&(first + 1)), "lane {lane} at {base}");
+                        if first < n_vec {
+                            seen[first as usize / 2] += 1;
+                        }
+                    }
+                    base += 2 * threads;
+                }
+            }
+            assert!(seen.iter().all(|&c| c == 1), "n_vec {n_vec}, {threads} threads: {seen:?}");
+        }
+    }
+}
