@@ -4,7 +4,9 @@
 //! Shapes: DeepSeek-V3's expert projections (N, K) = (4096, 7168) and (7168, 2048) under the
 //! grouped layouts DeepGEMM publishes: contiguous (prefill; 4 or 8 experts of about 8192 / 4096
 //! tokens) and masked (decode; 1 to 32 experts of about 1024 down to 32 tokens, capacity 1.5×
-//! the expected count). Each expert's count is drawn around the expected one (0.7–1.3×), one
+//! the expected count, rounded up to a 128-row tile), and masked decode steps whose capacity is
+//! rounded to 16 rows only (`masked_decode`: 32 experts of about 8 or 32 tokens, 8 of about 40:
+//! capacities 16, 48, 64). Each expert's count is drawn around the expected one (0.7–1.3×), one
 //! expert in eight gets none.
 //! - **bf16**: `grouped_gemm_{contiguous,masked}` against a loop of cuBLAS GEMMs (one per
 //!   expert with rows, on its rows only: `cublasGemmEx` through cudarc) and, masked, cuBLAS's
@@ -45,6 +47,10 @@ const PROJECTIONS: [(usize, usize); 2] = [(4096, 7168), (7168, 2048)];
 /// Contiguous (experts, expected tokens per expert), masked (experts, expected tokens).
 const CONTIGUOUS: [(usize, usize); 2] = [(4, 8192), (8, 4096)];
 const MASKED: [(usize, usize); 5] = [(1, 1024), (2, 512), (4, 256), (16, 128), (32, 32)];
+/// Masked decode steps whose capacity is rounded to [`DECODE_ALIGN`] rows, not a whole tile:
+/// (experts, expected tokens), capacities 16, 48 and 64.
+const MASKED_DECODE: [(usize, usize); 3] = [(32, 8), (32, 32), (8, 40)];
+const DECODE_ALIGN: usize = 16;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Layout {
@@ -54,6 +60,8 @@ enum Layout {
 
 struct Shape {
     layout: Layout,
+    /// Masked: the capacity is 1.5 × `expected` rounded up to this many rows.
+    capacity_align: usize,
     fp8: bool,
     experts: usize,
     expected: usize,
@@ -63,7 +71,11 @@ struct Shape {
 
 impl Shape {
     fn label(&self) -> String {
-        let layout = if self.layout == Layout::Contiguous { "contig" } else { "masked" };
+        let layout = match (self.layout, self.capacity_align) {
+            (Layout::Contiguous, _) => "contig",
+            (Layout::Masked, TILE_ROWS) => "masked",
+            (Layout::Masked, _) => "masked_decode",
+        };
         let ty = if self.fp8 { "fp8" } else { "bf16" };
         format!("{ty}-{layout}-{}x{}-{}x{}", self.experts, self.expected, self.n, self.k)
     }
@@ -84,10 +96,16 @@ fn shapes(quick: bool, filter: Option<&str>) -> Vec<Shape> {
     for fp8 in [false, true] {
         for &(n, k) in &PROJECTIONS {
             for &(experts, expected) in &CONTIGUOUS {
-                out.push(Shape { layout: Layout::Contiguous, fp8, experts, expected, n, k });
+                let capacity_align = TILE_ROWS;
+                out.push(Shape { layout: Layout::Contiguous, capacity_align, fp8, experts, expected, n, k });
             }
             for &(experts, expected) in &MASKED {
-                out.push(Shape { layout: Layout::Masked, fp8, experts, expected, n, k });
+                let capacity_align = TILE_ROWS;
+                out.push(Shape { layout: Layout::Masked, capacity_align, fp8, experts, expected, n, k });
+            }
+            for &(experts, expected) in &MASKED_DECODE {
+                let capacity_align = DECODE_ALIGN;
+                out.push(Shape { layout: Layout::Masked, capacity_align, fp8, experts, expected, n, k });
             }
         }
     }
@@ -115,7 +133,7 @@ fn place(shape: &Shape) -> Placement {
             Placement { rows, experts, groups: r.indices, capacity: 0 }
         }
         Layout::Masked => {
-            let capacity = (shape.expected * 3 / 2).next_multiple_of(TILE_ROWS);
+            let capacity = (shape.expected * 3 / 2).next_multiple_of(shape.capacity_align);
             let experts = counts.iter().enumerate().map(|(e, &c)| (e * capacity, c.min(capacity))).collect();
             let groups = counts.iter().map(|&c| c.min(capacity) as i32).collect();
             Placement { rows: shape.experts * capacity, experts, groups, capacity }
@@ -310,8 +328,18 @@ pub fn main() -> Result<()> {
         ));
         loop_ratios.push((shape.label(), ratio(1).unwrap_or(f64::NAN)));
     }
-    for (name, pat) in [("bf16", "bf16-"), ("fp8", "fp8-"), ("contiguous", "-contig-"), ("masked", "-masked-")] {
-        let r: Vec<f64> = loop_ratios.iter().filter(|(l, _)| l.contains(pat)).map(|&(_, r)| r).collect();
+    // The first four over the tile-capacity rows (the table before the decode rows existed).
+    let groups = [
+        ("bf16", "bf16-"),
+        ("fp8", "fp8-"),
+        ("contiguous", "-contig-"),
+        ("masked", "-masked-"),
+        ("bf16 masked decode", "bf16-masked_decode-"),
+        ("fp8 masked decode", "fp8-masked_decode-"),
+    ];
+    for (i, (name, pat)) in groups.into_iter().enumerate() {
+        let in_group = |l: &str| l.contains(pat) && (i >= 4 || !l.contains("masked_decode"));
+        let r: Vec<f64> = loop_ratios.iter().filter(|(l, _)| in_group(l)).map(|&(_, r)| r).collect();
         println!("geomean {name}: loop ÷ ours {:.3} ({} shapes)", geomean(r.iter().copied()), r.len());
     }
     let out = std::env::var("OUT").unwrap_or_else(|_| ".".into());
