@@ -26,7 +26,10 @@
 //! The crate using it needs `#![no_std]` and `#![feature(abi_ptx)]` and is built with the
 //! `warpforge-builder` crate from a build script.
 #![no_std]
-#![feature(asm_experimental_arch, core_float_math)]
+#![feature(asm_experimental_arch, core_float_math, link_llvm_intrinsics)]
+// `link_llvm_intrinsics` is rustc-internal: the raw layer declares LLVM's convergent NVVM barrier
+// intrinsics with it (`ptx::bar`), which `asm!` cannot express.
+#![allow(internal_features)]
 
 pub mod atomic;
 pub mod blackwell;

@@ -38,7 +38,8 @@ impl<const THREADS: u32> NamedBarrier<THREADS> {
     /// Waits until `THREADS` threads have arrived or synced.
     ///
     /// # Safety
-    /// Exactly `THREADS` threads (whole warps) take part in each phase.
+    /// Exactly `THREADS` threads (whole warps, each warp converged at the call) take part in
+    /// each phase.
     #[inline(always)]
     pub unsafe fn sync(&self) {
         // SAFETY: forwarded to the caller.

@@ -20,6 +20,8 @@ use crate::logic::swizzle::Swizzle;
 use crate::logic::tile_spec::{Tile, TileElement, TileSpec, elem};
 use crate::logic::wgmma_desc::WgmmaDesc;
 use crate::pipeline::TmaLoad;
+use crate::ptx::smem;
+use crate::reduce::Word32;
 use crate::shared::{DynamicShared, SharedPtr};
 
 /// Swizzle modes as types (in the logic crate, so a host-compiled `TileSpec` names them too).
@@ -321,15 +323,20 @@ impl<T: Copy, const N: usize> SmemVector<T, N> {
         self.ptr.addr()
     }
 
-    /// Reads element `i`.
+}
+
+impl<T: Word32, const N: usize> SmemVector<T, N> {
+    /// Reads element `i` (one shared load from the window address).
     ///
     /// # Safety
     /// `i < N`; the vector's bytes were written (a TMA load into it completed and was awaited,
     /// or a barrier ordered ordinary stores before this read) and are not being rewritten.
     #[inline(always)]
     pub unsafe fn read(&self, i: u32) -> T {
-        // SAFETY: inside the carved vector (i < N) and initialised (the caller's contract).
-        unsafe { self.ptr.add(i).as_mut_ptr().read() }
+        const { assert!(core::mem::size_of::<T>() == 4, "a 32-bit element") };
+        // SAFETY: inside the carved vector (i < N, 4-byte elements of an aligned vector) and
+        // initialised (the caller's contract).
+        T::from_word(unsafe { smem::ld_shared_b32(self.addr() + i * 4) })
     }
 }
 

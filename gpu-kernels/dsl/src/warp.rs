@@ -192,6 +192,22 @@ pub unsafe fn match_any(value: u32) -> u32 {
     unsafe { raw::match_any_sync(FULL, value) }
 }
 
+/// `value`, which every lane holds alike, as ptxas sees a warp-uniform value: the result of a
+/// warp reduction lives in a uniform register, and what convergent code derives from it (a
+/// ring slot's shared addresses, wgmma descriptors, loop counts) stays on the uniform
+/// datapath. A value read from memory or derived after a divergent branch is a vector
+/// register to ptxas even when it is uniform, and every wgmma descriptor built from it costs
+/// an `R2UR` per 32-bit half at each use.
+///
+/// # Safety
+/// All 32 lanes call this together; `value` is the same on each (otherwise every lane gets
+/// the smallest).
+#[inline(always)]
+pub unsafe fn uniform(value: u32) -> u32 {
+    // SAFETY: forwarded.
+    unsafe { raw::redux_sync_min_u32(FULL, value) }
+}
+
 /// Proof that the holder is the one lane `elect_one` chose in its warp.
 #[derive(Debug)]
 pub struct Elected(());

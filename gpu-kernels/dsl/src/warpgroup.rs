@@ -156,6 +156,20 @@ impl RsMajor for MnMajor {
 /// The `dtype` marker of an operand's element.
 pub type KindOf<O> = <<O as SmemOperand>::Elem as WgmmaElement>::Kind;
 
+/// This warpgroup's index in the block ([`crate::thread::warpgroup_id`]) as ptxas sees a
+/// warp-uniform value ([`crate::warp::uniform`]). ptxas cannot tell that `tid.x / 128` is the
+/// same across a warp, so a branch on it makes every role's code divergent to ptxas: each
+/// ring slot's wgmma descriptors are then built in vector registers and moved to uniform ones
+/// by two `R2UR` per wgmma. Branch on this, and derive the role's smem plan from it.
+///
+/// # Safety
+/// All 32 lanes of the calling warp call it together.
+#[inline(always)]
+pub unsafe fn uniform_id() -> u32 {
+    // SAFETY: forwarded; every lane of a warp has the same warpgroup.
+    unsafe { crate::warp::uniform(crate::thread::warpgroup_id()) }
+}
+
 /// This thread's index in its warpgroup (0..128).
 #[inline(always)]
 pub fn thread_index() -> u32 {

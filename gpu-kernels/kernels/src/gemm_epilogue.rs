@@ -1,5 +1,6 @@
-//! The plain GEMM's epilogue: `D = act(alpha·acc + beta·C + bias)`, written through the staged
-//! TMA store when the host made a D map (`d_tma`) and by direct stores otherwise.
+//! The plain GEMM's epilogue: `D = act(alpha·acc + beta·C + bias)` ([`Linear`]), or `D = acc`
+//! ([`Plain`]), written through the staged TMA store when the host made a D map (`d_tma`) and by
+//! direct stores otherwise.
 
 use core::marker::PhantomData;
 
@@ -47,15 +48,7 @@ impl<O: Output, W: Accumulator<Elem = f32>> TileEpilogue<W> for Linear<O> {
         // SAFETY: C and bias are valid for every in-bounds element (the kernel's contract).
         let full = |r: u32, c: u32, v: f32| unsafe { finish::<O>(p, v, batch, row0 + r, col0 + c) };
         if p.d_tma != 0 {
-            let target = StagedStore::<O> {
-                d_map: t.d_map,
-                staging: t.staging,
-                barrier: t.barrier,
-                leader: t.leader,
-                batch: batch as i32,
-                row0,
-                col0,
-            };
+            let target = staged(t);
             if p.c == 0 && p.bias == 0 && p.activation == 0 {
                 // The common case gets its own unrolled copy with no per-element branches.
                 // SAFETY: `d_map` describes D when `d_tma` is set (host contract); the staging
@@ -66,9 +59,48 @@ impl<O: Output, W: Accumulator<Elem = f32>> TileEpilogue<W> for Linear<O> {
                 unsafe { store_staged(acc, &target, full) };
             }
         } else {
-            let d = DirectStore { d: p.d as *mut O, ld: p.ldd, batch_stride: p.stride_d, rows: p.m, cols: p.n };
             // SAFETY: `p.d` is valid for every in-bounds element of D (kernel contract).
-            unsafe { store_direct(acc, &d, (batch, row0, col0), full) };
+            unsafe { store_direct(acc, &direct::<O>(p), (batch, row0, col0), full) };
         }
     }
+}
+
+/// The epilogue of a GEMM whose D is its accumulator as is (`alpha = 1`, no C, bias or
+/// activation: the block-scaled FP8 GEMMs), without [`Linear`]'s per-element paths for them.
+pub struct Plain<O>(PhantomData<O>);
+
+impl<O: Output, W: Accumulator<Elem = f32>> TileEpilogue<W> for Plain<O> {
+    type Out = O;
+
+    #[inline(always)]
+    unsafe fn write(acc: &W, t: &BlockTarget<'_, O>) {
+        if t.p.d_tma != 0 {
+            // SAFETY: `d_map` describes D when `d_tma` is set (host contract); the staging and
+            // barrier are the calling warpgroup's (the trait's contract).
+            unsafe { store_staged(acc, &staged(t), |_, _, v| v) };
+        } else {
+            // SAFETY: `p.d` is valid for every in-bounds element of D (kernel contract).
+            unsafe { store_direct(acc, &direct::<O>(t.p), (t.batch, t.row0, t.col0), |_, _, v| v) };
+        }
+    }
+}
+
+/// The staged TMA store of `t`'s block.
+#[inline(always)]
+fn staged<'a, O: Output>(t: &BlockTarget<'a, O>) -> StagedStore<'a, O> {
+    StagedStore {
+        d_map: t.d_map,
+        staging: t.staging,
+        barrier: t.barrier,
+        leader: t.leader,
+        batch: t.batch as i32,
+        row0: t.row0,
+        col0: t.col0,
+    }
+}
+
+/// Direct stores into D as `p` describes it.
+#[inline(always)]
+fn direct<O: Output>(p: &GemmParams) -> DirectStore<O> {
+    DirectStore { d: p.d as *mut O, ld: p.ldd, batch_stride: p.stride_d, rows: p.m, cols: p.n }
 }

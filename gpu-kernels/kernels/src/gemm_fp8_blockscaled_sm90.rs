@@ -5,7 +5,7 @@
 //! Algorithm: the persistent, warp-specialised structure of the 16-bit GEMM body
 //! ([`crate::gemm_bf16_ws_persistent_sm90`]) built from the same parts: the host's tile plan
 //! (data-parallel, stream-K or hybrid, `parts::schedule`), the TMA ring (`parts::mainloop`), the
-//! stream-K hand-over (`parts::stream_k`) and the plain GEMM epilogue ([`Linear`]). What differs
+//! stream-K hand-over (`parts::stream_k`) and the GEMM epilogue writing the sum as is ([`Plain`]). What differs
 //! is the stage: one ring slot holds one 128-wide K block of e4m3 (128 bytes per row, the
 //! 128-byte swizzle span), and its hook is `parts::blockscaled`'s issue-and-promote: the four
 //! `wgmma.m64n128k32` of the block go into one of two scratch tiles (consecutive blocks
@@ -55,13 +55,13 @@ use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{self, NamedBarrier};
-use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, SmemVector, SmemVectorRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::Acc64x128F32;
 use warpforge_dsl::{tma, warp, warpgroup};
 
 use crate::gemm_bf16_ws_persistent_sm90::{BlockTarget, TileEpilogue};
-use crate::gemm_epilogue::Linear;
+use crate::gemm_epilogue::Plain;
 use crate::gemm_sm90_ctas::{CtaGroup, Pair, Solo};
 
 const K_BLOCK: usize = BLOCK_K as usize;
@@ -189,8 +189,10 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     };
     let units = schedule(geometry);
     let worker = block_idx().x / G::CTAS;
+    // SAFETY: every thread of the block, convergently (after the barrier above).
+    let role = unsafe { warpgroup::uniform_id() };
 
-    if warpgroup_id() == 0 {
+    if role == 0 {
         // Producer.
         // SAFETY: the whole warpgroup executes it; the kernel declares threads + min blocks.
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
@@ -258,7 +260,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     // Consumers.
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
-    let half = warpgroup_id() - 1;
+    let half = role - 1;
     let second = half == 1;
     let my_staging = pick(staging, second);
     // This warpgroup's rows and columns within the tile.
@@ -273,7 +275,16 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     let b_scale_ring = pick(b_scale_rings, second);
     let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = 0;
-    while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
+    loop {
+        // The unit index and the unit as ptxas sees warp-uniform values: the unit's loop is
+        // then convergent to ptxas despite the stream-K hand-over's per-thread branches and a
+        // grouped GEMM's loaded counts, and the main loop builds its descriptors on the uniform
+        // datapath (docs/PERF.md, 2026-12-05).
+        // SAFETY: the whole warpgroup, convergently, at the top of each unit.
+        index = unsafe { warp::uniform(index) };
+        let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
+        // SAFETY: as above; every lane decoded the same unit.
+        let unit = unsafe { unit.warp_uniform() };
         if unit.skip {
             index += 1;
             continue;
@@ -320,7 +331,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
             col0,
         };
         // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
-        unsafe { <Linear<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
+        unsafe { <Plain<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
         index += 1;
     }
     if leader && p.d_tma != 0 {

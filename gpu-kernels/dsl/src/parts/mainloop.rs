@@ -29,6 +29,7 @@ use core::ops::Range;
 use crate::mbarrier::Mbarrier;
 use crate::pipeline::{Pipeline, PipelineState, TmaLoad};
 use crate::tile::{SmemTile, SmemTileRing, SwizzleMode};
+use crate::warp;
 use crate::warpgroup::acc::{Accumulator, WgmmaSs};
 use crate::warpgroup::{self, KMajor, SmemOperand, WgmmaElement};
 
@@ -316,6 +317,14 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
     /// As for [`Consumer::mainloop`].
     #[inline(always)]
     pub unsafe fn promoting_mainloop<A, M: PromotingStage<A>>(&mut self, slices: u32, mma: &M) -> A {
+        // The ring position and the trip count as ptxas sees uniform values: every slot's wgmma
+        // descriptors and shared addresses are then built on the uniform datapath, not moved
+        // from vector registers by an R2UR per descriptor half and wgmma.
+        // SAFETY: the whole warpgroup, convergently (contract); every lane walks the same slots.
+        let slices = unsafe {
+            self.state = PipelineState { stage: warp::uniform(self.state.stage), parity: warp::uniform(self.state.parity) };
+            warp::uniform(slices)
+        };
         let mut acc = mma.start();
         let mut walk = PromotingWalk { previous: self.state, slice: 0, slices };
         // The first slot goes into the even tile; then the loop, unrolled by two so that each

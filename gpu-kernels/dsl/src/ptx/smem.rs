@@ -97,3 +97,20 @@ pub unsafe fn static_smem<const BYTES: usize, const ALIGN: usize>() -> u32 {
     };
     r
 }
+
+/// The 32-bit word at shared-window address `addr`.
+///
+/// Emits `ld.shared.b32 %r, [addr];` — a shared load (LDS) from the 32-bit window address,
+/// where a load through the generic pointer ([`cvta_shared_to_generic`]) takes a 64-bit
+/// address and the generic path.
+///
+/// # Safety
+/// `addr` is 4-byte aligned inside this block's shared memory, and the word's writes are
+/// ordered before this read (an awaited TMA load or a barrier).
+#[inline(always)]
+pub unsafe fn ld_shared_b32(addr: u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller's contract; `readonly` keeps it behind every write and wait before it.
+    unsafe { asm!("ld.shared.b32 {0}, [{1}];", out(reg32) r, in(reg32) addr, options(readonly, nostack)) };
+    r
+}

@@ -1,4 +1,4 @@
-//! Warp-collective instructions: shuffle, vote, match, elect.
+//! Warp-collective instructions: shuffle, vote, match, reduce, elect.
 //!
 //! All take a participation `mask`; every lane named in it must execute the same instruction
 //! (`.sync.aligned` semantics are not required, but convergence of the masked lanes is).
@@ -101,6 +101,23 @@ pub unsafe fn match_any_sync(mask: u32, value: u32) -> u32 {
     // SAFETY: caller guarantees the masked lanes converge.
     unsafe {
         asm!("match.any.sync.b32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack))
+    };
+    r
+}
+
+/// The minimum of `value` over the lanes of `mask`, on each of them.
+///
+/// Emits `redux.sync.min.u32 d, value, mask;` (sm_80+). Its SASS destination is a uniform
+/// register, so ptxas knows the result is the same on every lane.
+///
+/// # Safety
+/// Every lane in `mask` executes this instruction with the same `mask`.
+#[inline(always)]
+pub unsafe fn redux_sync_min_u32(mask: u32, value: u32) -> u32 {
+    let r: u32;
+    // SAFETY: caller guarantees the masked lanes converge.
+    unsafe {
+        asm!("redux.sync.min.u32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack))
     };
     r
 }
