@@ -76,7 +76,7 @@ use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, Onl
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
-use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{
     Acc64x64F32, Acc64x80F32, Acc64x128F32, Acc64x256F32, Accumulator, WgmmaRs, WgmmaSs,
@@ -198,8 +198,10 @@ unsafe fn attention<
     // launch's counters (`logic::schedule::claims`), handed to the consumers through `slot`.
     let tiles = attention_tiles::<PERSISTENT>(p);
     let first = block_idx().x;
+    // SAFETY: every thread of the block, convergently (after the barrier above).
+    let role = unsafe { warpgroup::uniform_id() };
 
-    if warpgroup_id() == 0 {
+    if role == 0 {
         // Producer.
         // SAFETY: the whole warpgroup executes it; the kernel declares threads + min blocks.
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
@@ -313,7 +315,7 @@ unsafe fn attention<
     // Consumers.
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
-    let wg = warpgroup_id() - 1;
+    let wg = role - 1;
     let operands = Operands { q: q_tile, k: k_ring, v: v_ring, wg };
     // FA3's ping-pong: the two consumer warpgroups take turns issuing their wgmmas, so one's
     // softmax runs while the tensor cores work through the other's. Barrier 1 is warpgroup 0's
@@ -339,7 +341,10 @@ unsafe fn attention<
             q_full.wait(&mut q_phase);
             // SAFETY: after the wait, before this thread's arrival on the free barrier (in
             // `tile`).
-            let t = unsafe { slot.read() };
+            // The tile as ptxas sees a warp-uniform value (`warp::uniform`): the tile loop is
+            // then convergent to ptxas, and the key loop's descriptors stay uniform.
+            // SAFETY: as above; every lane reads the same slot (the whole warpgroup is here).
+            let t = unsafe { warp::uniform(slot.read()) };
             if t >= tiles.count() {
                 break;
             }

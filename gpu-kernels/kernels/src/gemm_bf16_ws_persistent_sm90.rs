@@ -44,7 +44,7 @@ use warpforge_dsl::parts::stream_k::PartialSlots;
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::NamedBarrier;
-use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id, warpgroup_id};
+use warpforge_dsl::thread::{block_idx, block_idx_x_in_place, thread_rank, warp_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Acc64x256F32, Accumulator, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
@@ -172,8 +172,10 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
     };
     let units = schedule(geometry);
     let worker = block_idx().x / G::CTAS;
+    // SAFETY: every thread of the block, convergently (after the barrier above).
+    let role = unsafe { warpgroup::uniform_id() };
 
-    if warpgroup_id() == 0 {
+    if role == 0 {
         // Producer.
         // SAFETY: the whole warpgroup executes it; the kernel declares threads + min blocks.
         unsafe { warpgroup::setmaxnreg_dec::<PRODUCER_REGS>() };
@@ -224,7 +226,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
     // Consumers.
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
-    let half = warpgroup_id() - 1;
+    let half = role - 1;
     let a_ring = if PINGPONG || half == 0 { a_top } else { a_bottom };
     // Ping-pong: this warpgroup's units are `half`, `half + 2`, …
     let (first_unit, unit_step) = if PINGPONG { (half, 2) } else { (0, 1) };
@@ -243,7 +245,14 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
     let mut index = first_unit;
     // The worker is read in place per trip (`block_idx_x_in_place`): held across the main loop
     // it would cost registers there.
-    while let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) {
+    loop {
+        // The unit index and the unit as ptxas sees warp-uniform values, so that the main loop
+        // builds its descriptors on the uniform datapath (`TileUnit::warp_uniform`).
+        // SAFETY: the whole warpgroup, convergently, at the top of each unit.
+        index = unsafe { warp::uniform(index) };
+        let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
+        // SAFETY: as above; every lane decoded the same unit.
+        let unit = unsafe { unit.warp_uniform() };
         if unit.skip {
             index += unit_step;
             continue;
