@@ -38,9 +38,7 @@ pub use crate::logic::pipeline_ring::RingState as PipelineState;
 #[inline(always)]
 pub unsafe fn warp_uniform<const STAGES: usize>(state: PipelineState<STAGES>) -> PipelineState<STAGES> {
     // SAFETY: forwarded (the caller's contract).
-    unsafe {
-        PipelineState { stage: crate::warp::uniform(state.stage), parity: crate::warp::uniform(state.parity) }
-    }
+    unsafe { PipelineState { stage: crate::warp::uniform(state.stage), parity: crate::warp::uniform(state.parity) } }
 }
 
 /// The barriers of a `STAGES`-deep ring, laid out as `full[0..STAGES]` then `empty[0..STAGES]`.

@@ -322,7 +322,6 @@ impl<T: Copy, const N: usize> SmemVector<T, N> {
     pub fn addr(&self) -> u32 {
         self.ptr.addr()
     }
-
 }
 
 impl<T: Word32, const N: usize> SmemVector<T, N> {

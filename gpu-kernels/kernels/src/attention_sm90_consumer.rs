@@ -10,9 +10,9 @@ use warpforge_dsl::parts::rows::{AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{self, Pipeline, PipelineState};
 use warpforge_dsl::sync::NamedBarrier;
 use warpforge_dsl::thread::{block_idx_x_in_place, thread_rank_in_place};
+use warpforge_dsl::warp;
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
-use warpforge_dsl::warp;
 
 use crate::attention_sm90::TURN_THREADS;
 use crate::attention_sm90_parts::{Operands, Rows, TileWork, attention_tiles, finish_block, store_rows, tile_at};
