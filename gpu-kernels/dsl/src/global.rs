@@ -1,5 +1,5 @@
-//! Plain (non-atomic) global memory in 16-byte pieces: one vector access per thread, typed by
-//! what the 16 bytes hold ([`F32x4`], [`Bf16x8`], [`F16x8`], [`U8x16`]) and by the cache policy,
+//! Plain (non-atomic) global memory: single 32-bit values a warp reads alike ([`read_word`]),
+//! and 16-byte pieces, one vector access per thread, typed by what the 16 bytes hold ([`F32x4`], [`Bf16x8`], [`F16x8`], [`U8x16`]) and by the cache policy,
 //! a marker type ([`Cached`], [`ReadOnly`], [`ReadOnlyNoL1`]; [`WriteBack`], [`Streaming`]).
 //!
 //! ```ignore
@@ -9,6 +9,7 @@
 
 use crate::num::{Bf16, F16};
 use crate::ptx::global as raw;
+use crate::reduce::Word32;
 use crate::regs::{RegArray, Regs8, Regs16};
 
 /// Four 32-bit words: the registers of one 16-byte access.
@@ -76,6 +77,21 @@ policies! {
     WriteBack: StorePolicy::store(addr: *mut u32, w: Words) => st_global_v4_b32;
     /// Streaming store (`st.global.cs.v4.b32`): evict-first, for output not read again soon.
     Streaming: StorePolicy::store(addr: *mut u32, w: Words) => st_global_cs_v4_b32;
+}
+
+/// Reads the 32-bit value at `addr` with a `.global` load (`ld.global.b32`): for schedule data
+/// every lane of a warp reads alike (a grouped GEMM's expert indices, variable-length offsets),
+/// which ptxas then takes as warp-uniform when the address is; through a Rust dereference (a
+/// generic load, which may reach thread-local memory) it never does, and the branches on it
+/// make the code after them divergent to ptxas.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned global address of a readable `T`, not written concurrently.
+#[inline(always)]
+pub unsafe fn read_word<T: Word32>(addr: *const T) -> T {
+    const { assert!(core::mem::size_of::<T>() == 4, "a 32-bit value") };
+    // SAFETY: the caller's contract.
+    T::from_word(unsafe { raw::ld_global_b32(addr.cast()) })
 }
 
 /// Loads the 16 bytes at `addr` under policy `P`.

@@ -208,6 +208,21 @@ pub unsafe fn uniform(value: u32) -> u32 {
     unsafe { raw::redux_sync_min_u32(FULL, value) }
 }
 
+/// Reconverges the warp (`bar.warp.sync` over all lanes, a convergent intrinsic). At the end
+/// of a loop body whose lanes branch apart (per-thread bounds on stores, a leader's section),
+/// it makes the loop's back-edge one block that the whole warp reaches together: LLVM otherwise
+/// folds the latch into the branches, each back-edge is then taken by part of the warp, and
+/// ptxas treats the whole loop as divergent (no uniform datapath for what the next iteration
+/// derives from warp-uniform values: `R2UR` for every wgmma descriptor).
+///
+/// # Safety
+/// All 32 lanes call it together.
+#[inline(always)]
+pub unsafe fn converge() {
+    // SAFETY: forwarded.
+    unsafe { crate::ptx::bar::bar_warp_sync(FULL) }
+}
+
 /// Proof that the holder is the one lane `elect_one` chose in its warp.
 #[derive(Debug)]
 pub struct Elected(());

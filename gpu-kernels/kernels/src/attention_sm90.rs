@@ -352,6 +352,10 @@ unsafe fn attention<
             let w = unsafe { tile_at(p, &tiles, t, BN as u32) };
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
             unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };
+            // The loop's one back-edge, reached by the whole warp (`warp::converge`): O's and
+            // the log-sum-exp's stores branch per row.
+            // SAFETY: the whole warpgroup, at the end of each tile.
+            unsafe { warp::converge() };
         }
     } else {
         // SAFETY: this CTA's one tile, as for the producer.

@@ -11,7 +11,6 @@ use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::attention::{AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible};
 use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
 use warpforge_dsl::logic::schedule::claims::TileClaims;
-use warpforge_dsl::math;
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
@@ -20,6 +19,7 @@ use warpforge_dsl::sync::fence_acq_rel_gpu;
 use warpforge_dsl::tile::{SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
+use warpforge_dsl::{global, math};
 
 use crate::attention_sm90::CHUNK;
 
@@ -160,7 +160,11 @@ pub(crate) unsafe fn sequence(p: &AttentionParams, batch: u32) -> Sequence {
     }
     let (cu_q, cu_k, b) = (p.cu_seqlens_q as *const u32, p.cu_seqlens_k as *const u32, batch as usize);
     // SAFETY: `batch + 1` is inside both offset arrays (contract).
-    let (q0, q1, k0, k1) = unsafe { (*cu_q.add(b), *cu_q.add(b + 1), *cu_k.add(b), *cu_k.add(b + 1)) };
+    // `.global` loads: ptxas then takes the sequence as warp-uniform (`global::read_word`).
+    let (q0, q1, k0, k1) = unsafe {
+        let read = |p: *const u32| global::read_word(p);
+        (read(cu_q.add(b)), read(cu_q.add(b + 1)), read(cu_k.add(b)), read(cu_k.add(b + 1)))
+    };
     Sequence::from_offsets(q0, q1, k0, k1, p.seq_q, p.seq_k, p.total_q)
 }
 

@@ -253,60 +253,64 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
         let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
         // SAFETY: as above; every lane decoded the same unit.
         let unit = unsafe { unit.warp_uniform() };
-        if unit.skip {
-            index += unit_step;
-            continue;
-        }
-        if PINGPONG && index > 0 {
-            // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
-            // its stages (a whole tile's: ping-pong plans are data-parallel), and start once its
-            // main loop has waited on all of them.
-            consumer.skip(plan.units.k_iters_per_tile());
-            my_turn.wait(&mut turn);
-        }
-        // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
-        let mut acc: W = unsafe { consumer.mainloop(unit.slices(), &stage_mma) };
-        if PINGPONG {
-            // Every thread arrives (no branch on the leader here: LLVM would duplicate the
-            // `.aligned` wgmma wait below into both arms, and a warp split over two copies of
-            // an aligned instruction hangs).
-            // SAFETY: one arrival per thread and unit on the other warpgroup's turn barrier
-            // (count 128); the other waits once per unit of its own, and cannot fall two
-            // phases behind (this warpgroup waits for its arrivals before its next main loop).
-            unsafe { their_turn.arrive() };
-        }
-        // SAFETY: whole warpgroup, once after the main loop; `acc` is readable after it.
-        unsafe { consumer.drain() };
-        match unit.role {
-            UnitRole::Whole => {}
-            UnitRole::Partial => {
-                // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
-                // first stream-K unit); `acc` was waited for above.
-                unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
-                index += unit_step;
-                continue;
+        'unit: {
+            if unit.skip {
+                break 'unit;
             }
-            UnitRole::Finalize => {
-                let (_, last) = unit.contributors;
-                // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
-                // partial once (the schedule's contract).
-                unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
+            if PINGPONG && index > 0 {
+                // The other warpgroup's unit `index - 1` fills the ring just before this one: skip
+                // its stages (a whole tile's: ping-pong plans are data-parallel), and start once its
+                // main loop has waited on all of them.
+                consumer.skip(plan.units.k_iters_per_tile());
+                my_turn.wait(&mut turn);
             }
+            // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
+            let mut acc: W = unsafe { consumer.mainloop(unit.slices(), &stage_mma) };
+            if PINGPONG {
+                // Every thread arrives (no branch on the leader here: LLVM would duplicate the
+                // `.aligned` wgmma wait below into both arms, and a warp split over two copies of
+                // an aligned instruction hangs).
+                // SAFETY: one arrival per thread and unit on the other warpgroup's turn barrier
+                // (count 128); the other waits once per unit of its own, and cannot fall two
+                // phases behind (this warpgroup waits for its arrivals before its next main loop).
+                unsafe { their_turn.arrive() };
+            }
+            // SAFETY: whole warpgroup, once after the main loop; `acc` is readable after it.
+            unsafe { consumer.drain() };
+            match unit.role {
+                UnitRole::Whole => {}
+                UnitRole::Partial => {
+                    // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
+                    // first stream-K unit); `acc` was waited for above.
+                    unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
+                    break 'unit;
+                }
+                UnitRole::Finalize => {
+                    let (_, last) = unit.contributors;
+                    // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
+                    // partial once (the schedule's contract).
+                    unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
+                }
+            }
+            let row0 = unit.m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
+            let target = BlockTarget {
+                p,
+                d_map,
+                staging: &my_staging,
+                barrier: &wg_barrier,
+                leader,
+                batch: unit.batch as u32,
+                row0,
+                col0: unit.n0 as u32,
+            };
+            // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
+            unsafe { E::write(&acc, &target) };
         }
-        let row0 = unit.m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };
-        let target = BlockTarget {
-            p,
-            d_map,
-            staging: &my_staging,
-            barrier: &wg_barrier,
-            leader,
-            batch: unit.batch as u32,
-            row0,
-            col0: unit.n0 as u32,
-        };
-        // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
-        unsafe { E::write(&acc, &target) };
         index += unit_step;
+        // The loop's one back-edge, reached by the whole warp (`warp::converge`): the stream-K
+        // hand-over and the direct stores branch per thread.
+        // SAFETY: the whole warpgroup, at the end of each unit.
+        unsafe { warp::converge() };
     }
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.

@@ -285,54 +285,58 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
         let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
         // SAFETY: as above; every lane decoded the same unit.
         let unit = unsafe { unit.warp_uniform() };
-        if unit.skip {
-            index += 1;
-            continue;
-        }
-        let (row0, col0) = (unit.m0 as u32 + tile_row, unit.n0 as u32 + tile_col);
-        let upper = tile_row + acc_thread_row(warpgroup::thread_index());
-        // The consumer counts slices from the unit's first (a stream-K unit starts mid-K).
-        let b_first = b_scale_first(s, unit.b_batch as u32, col0) + unit.k_begin;
-        let scales = SlotScales::new(a_scale_ring, b_scale_ring, upper, b_first);
-        let stage = BlockScaledStage { operands, scales };
-        // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
-        let promoted: Promoted<Acc> = unsafe { consumer.promoting_mainloop(unit.slices(), &stage) };
-        // SAFETY: whole warpgroup, once after the main loop.
-        unsafe { consumer.drain() };
-        let mut acc = promoted.sum;
-        // The block's rows inside D: a stream-K hand-over moves only those (decode rows: a few
-        // of the block's 64; every contributor and the finaliser compute the same count).
-        let rows = p.m.saturating_sub(row0);
-        match unit.role {
-            UnitRole::Whole => {}
-            UnitRole::Partial => {
-                // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
-                // first stream-K unit); the sum is complete (promoted after every wait).
-                unsafe { slots.publish_rows(&acc, rows, worker, half, &wg_barrier, leader) };
-                index += 1;
-                continue;
+        'unit: {
+            if unit.skip {
+                break 'unit;
             }
-            UnitRole::Finalize => {
-                let (_, last) = unit.contributors;
-                // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
-                // partial once (the schedule's contract), with the same rows (same tile, same
-                // warpgroup position).
-                unsafe { slots.accumulate_rows(&mut acc, rows, worker + 1, last, half, &wg_barrier, leader) };
+            let (row0, col0) = (unit.m0 as u32 + tile_row, unit.n0 as u32 + tile_col);
+            let upper = tile_row + acc_thread_row(warpgroup::thread_index());
+            // The consumer counts slices from the unit's first (a stream-K unit starts mid-K).
+            let b_first = b_scale_first(s, unit.b_batch as u32, col0) + unit.k_begin;
+            let scales = SlotScales::new(a_scale_ring, b_scale_ring, upper, b_first);
+            let stage = BlockScaledStage { operands, scales };
+            // SAFETY: the whole warpgroup, convergently; the producer fills these slots in order.
+            let promoted: Promoted<Acc> = unsafe { consumer.promoting_mainloop(unit.slices(), &stage) };
+            // SAFETY: whole warpgroup, once after the main loop.
+            unsafe { consumer.drain() };
+            let mut acc = promoted.sum;
+            // The block's rows inside D: a stream-K hand-over moves only those (decode rows: a few
+            // of the block's 64; every contributor and the finaliser compute the same count).
+            let rows = p.m.saturating_sub(row0);
+            match unit.role {
+                UnitRole::Whole => {}
+                UnitRole::Partial => {
+                    // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
+                    // first stream-K unit); the sum is complete (promoted after every wait).
+                    unsafe { slots.publish_rows(&acc, rows, worker, half, &wg_barrier, leader) };
+                    break 'unit;
+                }
+                UnitRole::Finalize => {
+                    let (_, last) = unit.contributors;
+                    // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
+                    // partial once (the schedule's contract), with the same rows (same tile, same
+                    // warpgroup position).
+                    unsafe { slots.accumulate_rows(&mut acc, rows, worker + 1, last, half, &wg_barrier, leader) };
+                }
             }
+            let target = BlockTarget {
+                p,
+                d_map,
+                staging: &my_staging,
+                barrier: &wg_barrier,
+                leader,
+                batch: unit.batch as u32,
+                row0,
+                col0,
+            };
+            // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
+            unsafe { <Plain<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
         }
-        let target = BlockTarget {
-            p,
-            d_map,
-            staging: &my_staging,
-            barrier: &wg_barrier,
-            leader,
-            batch: unit.batch as u32,
-            row0,
-            col0,
-        };
-        // SAFETY: the whole warpgroup; the staging and barrier are this warpgroup's.
-        unsafe { <Plain<Bf16> as TileEpilogue<Acc>>::write(&acc, &target) };
         index += 1;
+        // The loop's one back-edge, reached by the whole warp (`warp::converge`): the stream-K
+        // hand-over and the direct stores branch per thread.
+        // SAFETY: the whole warpgroup, at the end of each unit.
+        unsafe { warp::converge() };
     }
     if leader && p.d_tma != 0 {
         // The staged tiles must stay readable until the last stores have read them.

@@ -14,6 +14,7 @@
 //! all (`logic::schedule::grouped`); the kernel's roles skip the units without rows together.
 
 use crate::abi::GroupedParams;
+use crate::global;
 use crate::logic::schedule::grouped::{contiguous_expert, masked_tile_has_rows};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
@@ -206,14 +207,14 @@ impl<const MASKED: bool> TileScheduler for ExpertTiles<MASKED> {
         if MASKED {
             unit.b_batch = unit.batch;
             // SAFETY: the unit's batch is an expert (the raster's batches are the experts).
-            let count = unsafe { *self.groups.add(unit.batch as usize) };
+            let count = unsafe { global::read_word(self.groups.add(unit.batch as usize)) };
             unit.skip = !masked_tile_has_rows(unit.m0 as u32, count, self.capacity);
         } else {
             // One batch: A's and D's batch coordinate is 0 (a constant for the roles).
             unit.batch = 0;
             // SAFETY: `m0` is a row of A (a tile's first row; A's rows are whole tiles), and
             // the constructor's contract gives one index per row.
-            let first = unsafe { *self.groups.add(unit.m0 as usize) };
+            let first = unsafe { global::read_word(self.groups.add(unit.m0 as usize)) };
             match contiguous_expert(first, self.experts) {
                 Some(expert) => unit.b_batch = expert as i32,
                 None => unit.skip = true,

@@ -29,6 +29,8 @@ unsafe extern "C" {
     fn barrier_cta_sync_aligned_count(id: u32, threads: u32);
     #[link_name = "llvm.nvvm.barrier.cta.arrive.aligned.count"]
     fn barrier_cta_arrive_aligned_count(id: u32, threads: u32);
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync_intrinsic(mask: u32);
 }
 
 /// Waits on named barrier `id` until `threads` threads have arrived.
@@ -60,12 +62,13 @@ pub unsafe fn bar_arrive(id: u32, threads: u32) {
 
 /// Synchronises the threads of the calling warp named in `mask`.
 ///
-/// Emits `bar.warp.sync mask;`.
+/// Emits `bar.warp.sync mask;` through LLVM's convergent intrinsic: LLVM neither duplicates it
+/// into the arms of a branch nor merges the block holding it into its predecessors.
 ///
 /// # Safety
 /// Every thread in `mask` must execute the same `bar.warp.sync` with the same mask.
 #[inline(always)]
 pub unsafe fn bar_warp_sync(mask: u32) {
     // SAFETY: caller guarantees the lanes of `mask` converge here.
-    unsafe { asm!("bar.warp.sync {0};", in(reg32) mask, options(nostack)) };
+    unsafe { bar_warp_sync_intrinsic(mask) }
 }

@@ -1,5 +1,5 @@
-//! Global-memory vector loads and stores (16 bytes per thread per instruction), with their cache
-//! policies: the `f32` forms the stream-K hand-over uses, and 32-bit-word forms any 16-byte
+//! Global-memory loads and stores: one 32-bit word (schedule data a warp reads alike), and
+//! vectors of 16 bytes per thread per instruction with their cache policies: the `f32` forms the stream-K hand-over uses, and 32-bit-word forms any 16-byte
 //! vector type moves through.
 
 use core::arch::asm;
@@ -24,6 +24,23 @@ pub unsafe fn ld_global_cg_v4_f32(addr: *const f32) -> (f32, f32, f32, f32) {
         )
     };
     (a, b, c, d)
+}
+
+/// Loads one 32-bit word from global memory.
+///
+/// Emits `ld.global.b32 d, [addr];`. A load through a generic address (what a Rust
+/// dereference becomes) may reach thread-local memory, so ptxas never takes its result as
+/// warp-uniform, even from a uniform address; a `.global` load from a uniform address is.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned global address of a readable word, not written concurrently (a
+/// weak load).
+#[inline(always)]
+pub unsafe fn ld_global_b32(addr: *const u32) -> u32 {
+    let r: u32;
+    // SAFETY: the caller's contract; the load only reads memory.
+    unsafe { asm!("ld.global.b32 {0}, [{1}];", out(reg32) r, in(reg64) addr, options(pure, readonly, nostack)) };
+    r
 }
 
 /// Stores four `f32` to global memory.

@@ -105,21 +105,26 @@ pub unsafe fn match_any_sync(mask: u32, value: u32) -> u32 {
     r
 }
 
+// LLVM's own intrinsic, not `asm!`: LLVM marks it convergent, so no pass duplicates it into
+// the arms of a branch that splits the warp (a `redux.sync` reached by part of its mask is
+// undefined).
+unsafe extern "C" {
+    #[link_name = "llvm.nvvm.redux.sync.umin"]
+    fn redux_sync_umin(value: u32, mask: u32) -> u32;
+}
+
 /// The minimum of `value` over the lanes of `mask`, on each of them.
 ///
-/// Emits `redux.sync.min.u32 d, value, mask;` (sm_80+). Its SASS destination is a uniform
-/// register, so ptxas knows the result is the same on every lane.
+/// Emits `redux.sync.min.u32 d, value, mask;` (sm_80+) through LLVM's convergent intrinsic. Its
+/// SASS destination is a uniform register, so ptxas knows the result is the same on every
+/// lane.
 ///
 /// # Safety
 /// Every lane in `mask` executes this instruction with the same `mask`.
 #[inline(always)]
 pub unsafe fn redux_sync_min_u32(mask: u32, value: u32) -> u32 {
-    let r: u32;
     // SAFETY: caller guarantees the masked lanes converge.
-    unsafe {
-        asm!("redux.sync.min.u32 {0}, {1}, {2};", out(reg32) r, in(reg32) value, in(reg32) mask, options(nomem, nostack))
-    };
-    r
+    unsafe { redux_sync_umin(value, mask) }
 }
 
 /// Elects one lane of `mask`; returns true on exactly that lane.
