@@ -28,19 +28,6 @@ impl<A: TmaLoad, B: TmaLoad, C: TmaLoad> TmaLoad for (A, B, C) {
 /// model of mbarrier parity waits in `logic::pipeline_ring`.
 pub use crate::logic::pipeline_ring::RingState as PipelineState;
 
-/// `state` as ptxas sees a warp-uniform value ([`crate::warp::uniform`]): a consumer's ring
-/// position carried across units, tiles or per-thread branches is a vector value to ptxas, and
-/// every slot's wgmma descriptors built from it are moved to uniform registers by two `R2UR`s
-/// per wgmma. Call it where a consumer starts walking its slots.
-///
-/// # Safety
-/// All 32 lanes of the warp call it together, with the same state.
-#[inline(always)]
-pub unsafe fn warp_uniform<const STAGES: usize>(state: PipelineState<STAGES>) -> PipelineState<STAGES> {
-    // SAFETY: forwarded (the caller's contract).
-    unsafe { PipelineState { stage: crate::warp::uniform(state.stage), parity: crate::warp::uniform(state.parity) } }
-}
-
 /// The barriers of a `STAGES`-deep ring, laid out as `full[0..STAGES]` then `empty[0..STAGES]`.
 #[derive(Clone, Copy, Debug)]
 pub struct Pipeline<const STAGES: usize> {

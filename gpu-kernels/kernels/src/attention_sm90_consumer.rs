@@ -7,10 +7,9 @@ use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::rows::{AFragments, OnlineSoftmax, Pack16, RowPair};
-use warpforge_dsl::pipeline::{self, Pipeline, PipelineState};
+use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::sync::NamedBarrier;
 use warpforge_dsl::thread::{block_idx_x_in_place, thread_rank_in_place};
-use warpforge_dsl::warp;
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 
@@ -58,11 +57,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         let own_rows = Rows { q0, q_len: w.seq.q_len, k_len: w.seq.k_len, causal: self.p.causal != 0 };
         let mut o = O::ZERO;
         let mut softmax = OnlineSoftmax::START;
-        // The ring position and the block count as ptxas sees warp-uniform values: each key
-        // block's wgmma descriptors are then built on the uniform datapath (an `R2UR` pair per
-        // wgmma otherwise, 32 per block at d = 128).
-        // SAFETY: the whole warpgroup, convergently (contract); every lane walks the same slots.
-        let (mut state, blocks) = unsafe { (pipeline::warp_uniform(*ring), warp::uniform(blocks)) };
+        let mut state = *ring;
         if let Some((q_full, phase)) = q_full {
             q_full.wait(phase);
         }

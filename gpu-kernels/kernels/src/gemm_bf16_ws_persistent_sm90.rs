@@ -246,13 +246,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
     // The worker is read in place per trip (`block_idx_x_in_place`): held across the main loop
     // it would cost registers there.
     loop {
-        // The unit index and the unit as ptxas sees warp-uniform values, so that the main loop
-        // builds its descriptors on the uniform datapath (`TileUnit::warp_uniform`).
-        // SAFETY: the whole warpgroup, convergently, at the top of each unit.
-        index = unsafe { warp::uniform(index) };
         let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
-        // SAFETY: as above; every lane decoded the same unit.
-        let unit = unsafe { unit.warp_uniform() };
         'unit: {
             if unit.skip {
                 break 'unit;

@@ -276,15 +276,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = 0;
     loop {
-        // The unit index and the unit as ptxas sees warp-uniform values: the unit's loop is
-        // then convergent to ptxas despite the stream-K hand-over's per-thread branches and a
-        // grouped GEMM's loaded counts, and the main loop builds its descriptors on the uniform
-        // datapath (docs/PERF.md, 2026-12-05).
-        // SAFETY: the whole warpgroup, convergently, at the top of each unit.
-        index = unsafe { warp::uniform(index) };
         let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
-        // SAFETY: as above; every lane decoded the same unit.
-        let unit = unsafe { unit.warp_uniform() };
         'unit: {
             if unit.skip {
                 break 'unit;

@@ -27,9 +27,8 @@
 use core::ops::Range;
 
 use crate::mbarrier::Mbarrier;
-use crate::pipeline::{self, Pipeline, PipelineState, TmaLoad};
+use crate::pipeline::{Pipeline, PipelineState, TmaLoad};
 use crate::tile::{SmemTile, SmemTileRing, SwizzleMode};
-use crate::warp;
 use crate::warpgroup::acc::{Accumulator, WgmmaSs};
 use crate::warpgroup::{self, KMajor, SmemOperand, WgmmaElement};
 
@@ -277,8 +276,6 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
     /// `mma` as [`StageMma::issue`] requires.
     #[inline(always)]
     pub unsafe fn mainloop<A: MainloopAcc, M: StageMma<A>>(&mut self, slices: u32, mma: &M) -> A {
-        // SAFETY: the whole warpgroup, convergently (contract); see `uniform_walk`.
-        let slices = unsafe { self.uniform_walk(slices) };
         let mut acc = A::START;
         let mut previous = self.state;
         let mut slice = 0;
@@ -319,8 +316,6 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
     /// As for [`Consumer::mainloop`].
     #[inline(always)]
     pub unsafe fn promoting_mainloop<A, M: PromotingStage<A>>(&mut self, slices: u32, mma: &M) -> A {
-        // SAFETY: the whole warpgroup, convergently (contract); see `uniform_walk`.
-        let slices = unsafe { self.uniform_walk(slices) };
         let mut acc = mma.start();
         let mut walk = PromotingWalk { previous: self.state, slice: 0, slices };
         // The first slot goes into the even tile; then the loop, unrolled by two so that each
@@ -354,22 +349,6 @@ impl<R: StageRelease, const RING: usize, O: IssueOrder> Consumer<R, RING, O> {
         }
         self.pending = walk.previous;
         acc
-    }
-
-    /// The ring position, and `slices` returned, as ptxas sees warp-uniform values
-    /// ([`pipeline::warp_uniform`]): every slot's wgmma descriptors and shared addresses are
-    /// then built on the uniform datapath, not moved from vector registers by an `R2UR` per
-    /// descriptor half and wgmma.
-    ///
-    /// # Safety
-    /// The whole warpgroup, convergently; every lane walks the same slots.
-    #[inline(always)]
-    unsafe fn uniform_walk(&mut self, slices: u32) -> u32 {
-        // SAFETY: forwarded (the contract).
-        unsafe {
-            self.state = pipeline::warp_uniform(self.state);
-            warp::uniform(slices)
-        }
     }
 
     /// Waits for the next slot and issues its wgmmas into scratch tile `part`.

@@ -19,7 +19,6 @@ use crate::logic::schedule::grouped::{contiguous_expert, masked_tile_has_rows};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
 use crate::thread::grid_dim;
-use crate::warp;
 
 /// One scheduled piece of work: K slices `k_begin..k_end` of the output tile at (`m0`, `n0`)
 /// of `batch`, multiplying by B's batch `b_batch`.
@@ -52,32 +51,6 @@ impl TileUnit {
     #[inline(always)]
     pub fn slices(&self) -> u32 {
         self.k_end - self.k_begin
-    }
-
-    /// The same unit, its tile and K slices as ptxas sees warp-uniform values
-    /// ([`warp::uniform`]). A unit decoded from loads (a grouped GEMM's expert indices and
-    /// counts) is a vector value to ptxas; a consumer's branches on it (skip, the K loop's
-    /// length) then make its main loop divergent to ptxas, and each slot's wgmma descriptors
-    /// are built in vector registers and moved by two `R2UR`s per wgmma. The role and the
-    /// contributors stay as decoded: a scheduler that never splits K leaves them constants the
-    /// compiler folds (no stream-K hand-over in the kernel).
-    ///
-    /// # Safety
-    /// All 32 lanes of the warp call it together, with the same unit.
-    #[inline(always)]
-    pub unsafe fn warp_uniform(self) -> Self {
-        // SAFETY: forwarded (the caller's contract).
-        let u = |v: u32| unsafe { warp::uniform(v) };
-        TileUnit {
-            batch: u(self.batch as u32) as i32,
-            b_batch: u(self.b_batch as u32) as i32,
-            skip: u(self.skip as u32) != 0,
-            m0: u(self.m0 as u32) as i32,
-            n0: u(self.n0 as u32) as i32,
-            k_begin: u(self.k_begin),
-            k_end: u(self.k_end),
-            ..self
-        }
     }
 }
 
