@@ -40,7 +40,7 @@ use warpforge_dsl::parts::mainloop::{Consumer, SsStage, StageRelease, produce};
 #[cfg(doc)]
 use warpforge_dsl::parts::schedule::ExpertTiles;
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
-use warpforge_dsl::parts::stream_k::PartialSlots;
+use warpforge_dsl::parts::stream_k::{HandOverSide, PartialSlots};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::NamedBarrier;
@@ -240,6 +240,7 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
     // SAFETY: the host passes a workspace and zeroed flags for the grid whenever it schedules
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
+    let side = HandOverSide { half, barrier: &wg_barrier, leader };
     let stage_mma = SsStage { a: a_ring, b: b_ring };
     let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = first_unit;
@@ -276,14 +277,14 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
                 UnitRole::Partial => {
                     // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
                     // first stream-K unit); `acc` was waited for above.
-                    unsafe { slots.publish(&acc, worker, half, &wg_barrier, leader) };
+                    unsafe { slots.publish(&acc, worker, side) };
                     break 'unit;
                 }
                 UnitRole::Finalize => {
                     let (_, last) = unit.contributors;
                     // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
                     // partial once (the schedule's contract).
-                    unsafe { slots.accumulate(&mut acc, worker + 1, last, half, &wg_barrier, leader) };
+                    unsafe { slots.accumulate(&mut acc, worker + 1, last, side) };
                 }
             }
             let row0 = unit.m0 as u32 + if PINGPONG { 0 } else { half * A_BOX_ROWS };

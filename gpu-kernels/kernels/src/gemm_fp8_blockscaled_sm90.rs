@@ -51,7 +51,7 @@ use warpforge_dsl::parts::blockscaled::{BlockScaledStage, Promoted, SlotScales};
 use warpforge_dsl::parts::epilogue::Staging;
 use warpforge_dsl::parts::mainloop::{Consumer, SsStage, StageRelease, produce};
 use warpforge_dsl::parts::schedule::{GroupedStreamK, TileGeometry, TileScheduler};
-use warpforge_dsl::parts::stream_k::PartialSlots;
+use warpforge_dsl::parts::stream_k::{HandOverSide, PartialSlots};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{self, NamedBarrier};
@@ -271,6 +271,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     // SAFETY: the host passes a workspace and zeroed flags for the grid whenever it schedules
     // stream-K units; without them no unit has a Partial or Finalize role.
     let slots = unsafe { PartialSlots::<CONSUMERS, PARTIAL_SLOT_FLOATS>::new(p.workspace, p.flags) };
+    let side = HandOverSide { half, barrier: &wg_barrier, leader };
     let operands = SsStage { a: pick(a_rings, second), b: pick(b_rings, second) };
     let b_scale_ring = pick(b_scale_rings, second);
     let mut consumer = Consumer::new(pipe, G::release(), leader);
@@ -300,7 +301,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
                 UnitRole::Partial => {
                     // SAFETY: the whole warpgroup, once per launch (a CTA's only Partial unit is its
                     // first stream-K unit); the sum is complete (promoted after every wait).
-                    unsafe { slots.publish_rows(&acc, rows, worker, half, &wg_barrier, leader) };
+                    unsafe { slots.publish_rows(&acc, rows, worker, side) };
                     break 'unit;
                 }
                 UnitRole::Finalize => {
@@ -308,7 +309,7 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
                     // SAFETY: the whole warpgroup; CTAs worker+1..=last each publish this tile's
                     // partial once (the schedule's contract), with the same rows (same tile, same
                     // warpgroup position).
-                    unsafe { slots.accumulate_rows(&mut acc, rows, worker + 1, last, half, &wg_barrier, leader) };
+                    unsafe { slots.accumulate_rows(&mut acc, rows, worker + 1, last, side) };
                 }
             }
             let target = BlockTarget {

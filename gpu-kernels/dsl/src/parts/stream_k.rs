@@ -28,6 +28,19 @@ use crate::warpgroup::{self, acc::Accumulator};
 /// Threads of a consumer warpgroup; one slot half holds `REGS × 128` f32.
 const WARPGROUP_THREADS: usize = 128;
 
+/// The calling consumer warpgroup's side of a hand-over: the half of every slot and the flag
+/// it owns (`half`), its named barrier (counting exactly its threads) and whether this thread
+/// is its leader (the one that raises and consumes flags).
+#[derive(Clone, Copy)]
+pub struct HandOverSide<'a> {
+    /// Consumer warpgroup index within the CTA.
+    pub half: u32,
+    /// The warpgroup's own named barrier.
+    pub barrier: &'a NamedBarrier<128>,
+    /// This thread raises and consumes the warpgroup's flags.
+    pub leader: bool,
+}
+
 /// The workspace and flags of a stream-K launch whose CTAs have `CONSUMERS` consumer
 /// warpgroups and a slot of `SLOT_FLOATS` f32 each (one partial accumulator tile).
 #[derive(Clone, Copy)]
@@ -74,19 +87,12 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
     /// Stores this warpgroup's partial accumulator in `cta`'s slot and raises the flag.
     ///
     /// # Safety
-    /// The whole consumer warpgroup `half` of CTA `cta` calls it together, once per launch (its
-    /// `Partial` unit), after a wgmma wait covering `acc`; `barrier` counts exactly its threads.
+    /// The whole consumer warpgroup `side.half` of CTA `cta` calls it together, once per launch
+    /// (its `Partial` unit), after a wgmma wait covering `acc`.
     #[inline(always)]
-    pub unsafe fn publish<A: Accumulator<Elem = f32>>(
-        &self,
-        acc: &A,
-        cta: u32,
-        half: u32,
-        barrier: &NamedBarrier<128>,
-        leader: bool,
-    ) {
+    pub unsafe fn publish<A: Accumulator<Elem = f32>>(&self, acc: &A, cta: u32, side: HandOverSide<'_>) {
         // SAFETY: forwarded (function contract); every row is handed over.
-        unsafe { self.publish_inner::<A, false>(acc, 0, cta, half, barrier, leader) }
+        unsafe { self.publish_inner::<A, false>(acc, 0, cta, side) }
     }
 
     /// [`Self::publish`] of the block's first `rows` rows only (the rest lie past the output and
@@ -101,12 +107,10 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
         acc: &A,
         rows: u32,
         cta: u32,
-        half: u32,
-        barrier: &NamedBarrier<128>,
-        leader: bool,
+        side: HandOverSide<'_>,
     ) {
         // SAFETY: forwarded (function contract).
-        unsafe { self.publish_inner::<A, true>(acc, rows, cta, half, barrier, leader) }
+        unsafe { self.publish_inner::<A, true>(acc, rows, cta, side) }
     }
 
     /// The hand-over's store side; with `LIMIT`, only threads whose upper row is below `rows`
@@ -120,12 +124,11 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
         acc: &A,
         rows: u32,
         cta: u32,
-        half: u32,
-        barrier: &NamedBarrier<128>,
-        leader: bool,
+        side: HandOverSide<'_>,
     ) {
         const { assert!(A::REGS * WARPGROUP_THREADS <= Self::HALF_SLOT_FLOATS, "one accumulator fits half a slot") };
         const { assert!(A::REGS % 4 == 0, "registers move four at a time") };
+        let HandOverSide { half, barrier, leader } = side;
         let (slot, t) = (self.slot(cta, half), warpgroup::thread_index_in_place() as usize);
         if !LIMIT || acc_thread_row(t as u32) < rows {
             let mut quad = F32x4::default();
@@ -153,25 +156,23 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
         }
     }
 
-    /// Adds the partial accumulators of CTAs `first..=last` (warpgroup `half` of each) into
+    /// Adds the partial accumulators of CTAs `first..=last` (warpgroup `side.half` of each) into
     /// `acc`, in that order, once all of them are published.
     ///
     /// # Safety
-    /// The whole consumer warpgroup `half` calls it together, after a wgmma wait covering `acc`
-    /// and before anything reads it; each of those CTAs publishes exactly once in this launch
-    /// (with [`Self::publish`]); `barrier` counts exactly this warpgroup's threads.
+    /// The whole consumer warpgroup `side.half` calls it together, after a wgmma wait covering
+    /// `acc` and before anything reads it; each of those CTAs publishes exactly once in this
+    /// launch (with [`Self::publish`]).
     #[inline(always)]
     pub unsafe fn accumulate<A: Accumulator<Elem = f32>>(
         &self,
         acc: &mut A,
         first: u32,
         last: u32,
-        half: u32,
-        barrier: &NamedBarrier<128>,
-        leader: bool,
+        side: HandOverSide<'_>,
     ) {
         // SAFETY: forwarded (function contract); every row was handed over.
-        unsafe { self.accumulate_inner::<A, false>(acc, 0, first, last, half, barrier, leader) }
+        unsafe { self.accumulate_inner::<A, false>(acc, 0, first, last, side) }
     }
 
     /// [`Self::accumulate`] of the block's first `rows` rows, as [`Self::publish_rows`] stored
@@ -181,19 +182,16 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
     /// As for [`Self::accumulate`], each contributor having published with `publish_rows` and
     /// the same `rows`.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     pub unsafe fn accumulate_rows<A: Accumulator<Elem = f32>>(
         &self,
         acc: &mut A,
         rows: u32,
         first: u32,
         last: u32,
-        half: u32,
-        barrier: &NamedBarrier<128>,
-        leader: bool,
+        side: HandOverSide<'_>,
     ) {
         // SAFETY: forwarded (function contract).
-        unsafe { self.accumulate_inner::<A, true>(acc, rows, first, last, half, barrier, leader) }
+        unsafe { self.accumulate_inner::<A, true>(acc, rows, first, last, side) }
     }
 
     /// The hand-over's load side; with `LIMIT`, only threads whose upper row is below `rows`
@@ -202,17 +200,15 @@ impl<const CONSUMERS: u32, const SLOT_FLOATS: u32> PartialSlots<CONSUMERS, SLOT_
     /// # Safety
     /// As for [`Self::accumulate_rows`].
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     unsafe fn accumulate_inner<A: Accumulator<Elem = f32>, const LIMIT: bool>(
         &self,
         acc: &mut A,
         rows: u32,
         first: u32,
         last: u32,
-        half: u32,
-        barrier: &NamedBarrier<128>,
-        leader: bool,
+        side: HandOverSide<'_>,
     ) {
+        let HandOverSide { half, barrier, leader } = side;
         let t = warpgroup::thread_index_in_place() as usize;
         // Every flag first, one barrier, then one straight run of loads and adds: the loads of
         // all partials can be in flight together instead of one partial per round trip.
