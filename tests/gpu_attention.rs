@@ -347,7 +347,7 @@ fn attention_varlen_matches_the_f64_reference() {
 }
 
 /// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of the kernel's keys
-/// (`block_n(head_dim)`: 128, or 80 at d = 256), the online
+/// (`block_n(head_dim)`: 128 at d = 64, 176 at d = 128, 80 at d = 256), the online
 /// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
 /// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
 /// tolerance holds for an exact implementation of the kernel's algorithm.
@@ -548,8 +548,9 @@ fn attention_problem_check_refuses_bad_shapes() {
 }
 
 /// The shape table the entries are instantiated with (`abi::attention_sm90`) and the host's
-/// entry per head dimension: 128-key blocks up to d = 128, 80-key blocks, two stages and a
-/// 24/240 register split at d = 256; every plan inside Hopper's 227 KiB and 64 Ki registers.
+/// entry per head dimension: 128-key blocks and four stages at d = 64, 176-key blocks at d = 128,
+/// 80-key blocks at d = 256, two stages and a 24/240 register split at both; every plan inside
+/// Hopper's 227 KiB and 64 Ki registers.
 #[test]
 fn attention_shape_table_per_head_dim() {
     use warpforge::abi::attention_sm90::{
@@ -558,7 +559,7 @@ fn attention_shape_table_per_head_dim() {
     };
     let table: Vec<_> =
         HEAD_DIMS.iter().map(|&d| (d, block_n(d), stages(d), producer_regs(d), consumer_regs(d))).collect();
-    assert_eq!(table, [(64, 128, 4, 40, 232), (128, 128, 3, 40, 232), (256, 80, 2, 24, 240)]);
+    assert_eq!(table, [(64, 128, 4, 40, 232), (128, 176, 2, 24, 240), (256, 80, 2, 24, 240)]);
     // 168 registers per thread at launch (⌊65536 / 384⌋ rounded down to 8): what setmaxnreg moves.
     assert_eq!(LAUNCH_REGISTERS, 168 * 384);
     for d in HEAD_DIMS {

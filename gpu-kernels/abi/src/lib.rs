@@ -186,37 +186,43 @@ pub mod attention_sm90 {
     pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
     /// Keys per K/V block with the narrow blocks of head dimension 256 (wgmma `m64n80k16`).
     pub const NARROW_BLOCK_N: u32 = 80;
-    /// Keys per K/V block of head dimensions 64 and 128.
+    /// Keys per K/V block of head dimension 64.
     pub const WIDE_BLOCK_N: u32 = 128;
+    /// Keys per K/V block of head dimension 128 (wgmma `m64n176k16`): 88 score registers and 44
+    /// of P beside O's 64, and two 176-key K and V stages with Q in 208 KiB; a block's softmax,
+    /// waits and turn are paid once per 176 keys instead of 128.
+    pub const LONG_BLOCK_N: u32 = 176;
     /// A Q box: 128 query rows of one head's 64-column chunk, 128-byte swizzle (the map's box is
     /// `64 × 1 × 128`: chunk, head, row). Element size only matters, so bf16 stands for f16 too.
     pub type QBox = TileSpec<elem::Bf16, { BLOCK_M as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
     /// A K or V box: `KEYS` keys of one head's 64-column chunk (box `64 × 1 × KEYS`).
     pub type KvBox<const KEYS: usize> = TileSpec<elem::Bf16, KEYS, { HEAD_CHUNK as usize }, Swizzle128B>; // (KEYS, 64)
 
-    /// Keys per K/V block (one ring stage) for head dimension `head_dim`. At d = 256 a
-    /// consumer thread holds O's 64 × 256 f32 (128 registers); with 128-key scores (64) and
-    /// their P fragments (32) that exceeds the 240 a consumer can get, so the blocks narrow to
-    /// 80 keys (40 + 20 registers; `P·V` then runs five K steps).
+    /// Keys per K/V block (one ring stage) for head dimension `head_dim`: 128 at d = 64, 176 at
+    /// d = 128 (FlashAttention-3's non-causal d = 128 block: fewer softmax rounds, waits and
+    /// turns per key), 80 at d = 256, where a consumer thread holds O's 64 × 256 f32 (128
+    /// registers): with 128-key scores (64) and their P fragments (32) that would exceed the 240
+    /// a consumer can get, so the blocks narrow to 80 keys (40 + 20 registers; `P·V` then runs
+    /// five K steps).
     pub const fn block_n(head_dim: u32) -> u32 {
-        if head_dim <= 128 { WIDE_BLOCK_N } else { NARROW_BLOCK_N }
+        if head_dim <= 64 {
+            WIDE_BLOCK_N
+        } else if head_dim <= 128 {
+            LONG_BLOCK_N
+        } else {
+            NARROW_BLOCK_N
+        }
     }
 
     /// K/V ring depth for head dimension `head_dim` (of the K ring and of the V ring where
     /// [`split_kv_rings`]: stage `i` of each holds key block `i`'s K or V, and K goes back once
     /// its `Q·Kᵀ` has landed, a step before V, so the next K loads while a block's softmax and
     /// `P·V` run; with one ring of (K, V) stages, V is read one step after K and two stages let
-    /// the producer run only one block ahead of the wait): four at d = 64
-    /// (144 KiB with Q), three at d = 128 (224 KiB, just inside Hopper's 227 KiB), and two at
-    /// d = 256, all that fits (Q 64 KiB + 2 × 80 KiB of 80-key K and V = 224 KiB).
+    /// the producer run only one block ahead of the wait): four at d = 64 (144 KiB with Q),
+    /// two at d = 128 (Q 32 KiB + 2 × 88 KiB of 176-key K and V = 208 KiB) and at d = 256 (Q 64
+    /// KiB + 2 × 80 KiB of 80-key K and V = 224 KiB), all that fits.
     pub const fn stages(head_dim: u32) -> u32 {
-        if head_dim <= 64 {
-            4
-        } else if head_dim <= 128 {
-            3
-        } else {
-            2
-        }
+        if head_dim <= 64 { 4 } else { 2 }
     }
 
     /// Whether the kernel for `head_dim` may run on a persistent grid (several tiles per CTA,
@@ -239,25 +245,28 @@ pub mod attention_sm90 {
 
     /// Whether K and V have rings of their own (`stages` each; K handed back once its `Q·Kᵀ`
     /// has landed, V after its `P·V`) rather than one ring of (K, V) stages, each handed back
-    /// after its `P·V`. Measured on the H200 (docs/PERF.md, 2026-12-04): d = 256, two stages,
-    /// 0.67 → 0.91 × cuDNN; d = 128 within ±1 % on most rows (three stages already keep the
-    /// producer ahead); d = 64 −4 to −5 % (its blocks are short, and the second ring's waits and
-    /// arrivals cost more than the earlier refill gains).
+    /// after its `P·V`: wherever the ring is two stages deep. Measured on the H200 (docs/PERF.md,
+    /// 2026-12-04): d = 256, two stages, 0.67 → 0.91 × cuDNN; d = 128 at three 128-key stages
+    /// within ±1 %; d = 64 −4 to −5 % (four stages; its blocks are short, and the second ring's
+    /// waits and arrivals cost more than the earlier refill gains).
     pub const fn split_kv_rings(head_dim: u32) -> bool {
-        head_dim > 128
+        head_dim > 64
     }
 
     /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA):
-    /// 24 at d = 256, so that its consumers get 240 (at 40/232 ptxas spilled 12 B of the
-    /// tile's geometry across the key loop).
+    /// 24 at d = 128 and 256, so that their consumers get 240: at d = 256 for O's 128 (at
+    /// 40/232 ptxas spilled 12 B of the tile's geometry across the key loop), at d = 128 for a
+    /// 176-key block's 88 score and 44 P registers beside O's 64 carried across the back-edge
+    /// (spill-free at 240 once the wgmma descriptors moved to uniform registers; 212 B spilled
+    /// before).
     pub const fn producer_regs(head_dim: u32) -> u32 {
-        if head_dim > 128 { 24 } else { 40 }
+        if head_dim > 64 { 24 } else { 40 }
     }
 
     /// Registers per consumer thread after `setmaxnreg.inc`: all the producer frees of the
     /// CTA's launch allocation ([`LAUNCH_REGISTERS`]; multiples of 8).
     pub const fn consumer_regs(head_dim: u32) -> u32 {
-        if head_dim > 128 { 240 } else { 232 }
+        if head_dim > 64 { 240 } else { 232 }
     }
 
     /// Dynamic shared memory a block may use on sm_90 (227 KiB).
@@ -286,10 +295,10 @@ pub mod attention_sm90 {
     /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
     /// per chunk), the K ring, the V ring, the ring's barriers, Q's full and free barriers.
     pub const fn smem_plan(head_dim: u32) -> SmemPlan {
-        if block_n(head_dim) == WIDE_BLOCK_N {
-            plan::<KvBox<{ WIDE_BLOCK_N as usize }>>(head_dim)
-        } else {
-            plan::<KvBox<{ NARROW_BLOCK_N as usize }>>(head_dim)
+        match block_n(head_dim) {
+            WIDE_BLOCK_N => plan::<KvBox<{ WIDE_BLOCK_N as usize }>>(head_dim),
+            LONG_BLOCK_N => plan::<KvBox<{ LONG_BLOCK_N as usize }>>(head_dim),
+            _ => plan::<KvBox<{ NARROW_BLOCK_N as usize }>>(head_dim),
         }
     }
 

@@ -9,12 +9,12 @@
 //! takes it, which balances causal and variable-length tiles; the counters end each launch at
 //! zero), handing each index to the consumers through a shared-memory slot under Q's full
 //! barrier (an index past the tiles stops them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
-//! the keys in blocks of `block_n(d)` keys, 128 at d ≤ 128 and 80 at d = 256: `S = Q·Kᵀ` by
-//! SS wgmma (`m64n128k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
+//! the keys in blocks of `block_n(d)` keys, 128 at d = 64, 176 at d = 128 and 80 at d = 256:
+//! `S = Q·Kᵀ` by SS wgmma (`m64n128k16` / `m64n176k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
 //! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
-//! from the S accumulator straight into RS A fragments (`parts::rows::AFragments8`, or
-//! `AFragments5` for 80 keys: no shared memory, no shuffles) and `O += P·V` runs as RS wgmma
+//! from the S accumulator straight into RS A fragments (`parts::rows::AFragments8`,
+//! `AFragments11` for 176 keys, `AFragments5` for 80: no shared memory, no shuffles) and `O += P·V` runs as RS wgmma
 //! (`m64n{d}k16`, one per 16 keys) with V read MN-major from shared memory. FA3's intra-warpgroup overlap: each step issues block j's `Q·Kᵀ` and then block
 //! j − 1's `P·V`, waits for the scores only (`wait_group 1`), computes block j's softmax while
 //! `P·V` runs on the tensor cores, then waits for `P·V`, releases block j − 1's stage and
@@ -35,9 +35,10 @@
 //! Warp roles (384 threads):
 //! - warpgroup 0, producer: one elected thread loads each tile's Q (its own full and free
 //!   barriers) and then the K and V boxes of every key block into a K ring and a V ring walked
-//!   in step ([`parts::mainloop::produce_pair`]), registers lowered to 40;
-//! - warpgroups 1 and 2, consumers (registers raised to 232, also at d = 256, where O alone is
-//!   128, the 80-key scores 40 and their P 20): as above; every consumer thread
+//!   in step ([`parts::mainloop::produce_pair`]), registers lowered to 40 (24 at d ≥ 128);
+//! - warpgroups 1 and 2, consumers (registers raised to 232, 240 at d ≥ 128: at d = 128 a
+//!   176-key block's scores are 88 and its P 44 beside O's 64, at d = 256 O alone is 128, the
+//!   80-key scores 40 and their P 20): as above; every consumer thread
 //!   releases every stage of both rings once after its wait for the wgmmas reading it, K
 //!   after the block's `Q·Kᵀ` and V after its `P·V` a step later (each ring counts 256
 //!   arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
@@ -52,8 +53,8 @@
 //! length); those keys are masked, so their P is 0.
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and the K and V rings, stages
-//! of `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 at d = 128 (224 KiB), 2
-//! of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring
+//! of `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 2 of 176 keys at d = 128
+//! (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring
 //! depth, register split per head dimension) is `abi::attention_sm90`; the entries instantiate
 //! one generic body with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
 //! operands, mask, a block's tail, output store) are `attention_sm90_parts`. The ratios to
@@ -72,14 +73,16 @@ use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::{produce, produce_pair};
-use warpforge_dsl::parts::rows::{self, AFragments, AFragments5, AFragments8, OnlineSoftmax, Pack16, RowPair};
+use warpforge_dsl::parts::rows::{
+    self, AFragments, AFragments5, AFragments8, AFragments11, OnlineSoftmax, Pack16, RowPair,
+};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
 use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{
-    Acc64x64F32, Acc64x80F32, Acc64x128F32, Acc64x256F32, Accumulator, WgmmaRs, WgmmaSs,
+    Acc64x64F32, Acc64x80F32, Acc64x128F32, Acc64x176F32, Acc64x256F32, Accumulator, WgmmaRs, WgmmaSs,
 };
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
@@ -407,9 +410,9 @@ macro_rules! attention_entries {
 
 attention_entries! {
     attention_bf16_d64_sm90: Bf16, 64, Acc64x128F32, AFragments8, Acc64x64F32;
-    attention_bf16_d128_sm90: Bf16, 128, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_bf16_d128_sm90: Bf16, 128, Acc64x176F32, AFragments11, Acc64x128F32;
     attention_bf16_d256_sm90: Bf16, 256, Acc64x80F32, AFragments5, Acc64x256F32;
     attention_f16_d64_sm90: F16, 64, Acc64x128F32, AFragments8, Acc64x64F32;
-    attention_f16_d128_sm90: F16, 128, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_f16_d128_sm90: F16, 128, Acc64x176F32, AFragments11, Acc64x128F32;
     attention_f16_d256_sm90: F16, 256, Acc64x80F32, AFragments5, Acc64x256F32;
 }

@@ -183,6 +183,22 @@ pub trait AFragments: Copy {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AFragments8(pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA, pub RegA);
 
+/// P of a 176-key block: the eleven K steps of a 64 × 176 accumulator (44 registers).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AFragments11(
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+    pub RegA,
+);
+
 /// P of an 80-key block: the five K steps of a 64 × 80 accumulator (20 registers).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AFragments5(pub RegA, pub RegA, pub RegA, pub RegA, pub RegA);
@@ -215,6 +231,7 @@ macro_rules! a_fragments {
 
 a_fragments!(AFragments8: 0 1 2 3 4 5 6 7);
 a_fragments!(AFragments5: 0 1 2 3 4);
+a_fragments!(AFragments11: 0 1 2 3 4 5 6 7 8 9 10);
 
 /// The running state of an online softmax over blocks of columns, per accumulator row, in
 /// base 2: `max` is the largest `score · scale` seen (`scale` = softmax scale · log2 e; `-inf`
