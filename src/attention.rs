@@ -23,7 +23,9 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
-use warpforge_abi::attention_sm90::{BLOCK_M, HEAD_CHUNK, HEAD_DIMS, THREADS, block_n, persistent, smem_plan};
+use warpforge_abi::attention_sm90::{
+    BLOCK_M, HEAD_CHUNK, HEAD_DIMS, SHAPES, THREADS, shape_for, shape_index, smem_plan,
+};
 use warpforge_abi::signatures::AttentionSm90;
 use warpforge_abi::{AttentionParams, Entry, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
@@ -47,16 +49,24 @@ const TMA_ALIGN: u64 = 16;
 
 /// Element types of the attention kernels: bf16 and f16 (sealed through [`GemmInput`]).
 pub trait AttentionElement: GemmInput {
-    /// The entries for the head dimensions of `HEAD_DIMS` (64, 128, 256), in that order.
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()];
+    /// The entries for the shapes of `abi::attention_sm90::SHAPES`, in that order.
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()];
 }
 impl AttentionElement for half::bf16 {
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()] =
-        [entries::ATTENTION_BF16_D64, entries::ATTENTION_BF16_D128, entries::ATTENTION_BF16_D256];
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()] = [
+        entries::ATTENTION_BF16_D64,
+        entries::ATTENTION_BF16_D128,
+        entries::ATTENTION_BF16_D128_K176,
+        entries::ATTENTION_BF16_D256,
+    ];
 }
 impl AttentionElement for half::f16 {
-    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; HEAD_DIMS.len()] =
-        [entries::ATTENTION_F16_D64, entries::ATTENTION_F16_D128, entries::ATTENTION_F16_D256];
+    const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()] = [
+        entries::ATTENTION_F16_D64,
+        entries::ATTENTION_F16_D128,
+        entries::ATTENTION_F16_D128_K176,
+        entries::ATTENTION_F16_D256,
+    ];
 }
 
 /// One attention forward call (see the module docs for layouts).
@@ -402,11 +412,11 @@ impl Warpforge {
             check(l.len() >= s.lse, || format!("lse holds {} elements, the problem writes {}", l.len(), s.lse))?;
         }
 
-        let index = HEAD_DIMS.iter().position(|&d| d as usize == p.head_dim).ok_or_else(|| {
+        let shape = u32::try_from(p.head_dim).ok().and_then(|d| shape_for(d, p.causal)).ok_or_else(|| {
             Error::InvalidArgument(format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim))
         })?;
-        let kernel = self.entry(T::ATTENTION_ENTRIES[index])?;
-        let keys = block_n(p.head_dim as u32);
+        let kernel = self.entry(T::ATTENTION_ENTRIES[shape_index(shape)])?;
+        let keys = shape.keys;
         let map = |layout: &strides::Layout, box_rows: u32| {
             let d = p.head_dim as u64;
             let dims = [d, layout.heads as u64, layout.rows as u64, layout.batches as u64];
@@ -478,9 +488,9 @@ impl Warpforge {
         // the rest head by head.
         let pairs = params.heads_kv * params.batch;
         let kv_bytes_per_pair = 2 * p.seq_k as u64 * p.head_dim as u64 * std::mem::size_of::<T>() as u64;
-        // A persistent grid (head dimensions `persistent` holds for) claims its tiles from this
-        // stream's counters; the others run one CTA per tile, in band 1 (the kernel's rule).
-        let persistent_grid = persistent(p.head_dim as u32);
+        // A persistent grid (shapes `persistent` holds for) claims its tiles from this stream's
+        // counters; the others run one CTA per tile, in band 1 (the kernel's rule).
+        let persistent_grid = shape.persistent;
         let equal_tiles = !p.causal && offsets.is_none();
         let band = if equal_tiles || !persistent_grid {
             1
@@ -496,7 +506,7 @@ impl Warpforge {
         };
         let params = AttentionParams { band, tile_counters, ..params };
         let config = LaunchConfig::linear(tiles_of(&params).grid(persistent_grid, self.sm_count()), THREADS)
-            .with_dynamic_smem(smem_plan(p.head_dim as u32).launch_bytes());
+            .with_dynamic_smem(smem_plan(shape).launch_bytes());
         let keep = [
             Some(q_access),
             Some(k_access),

@@ -273,16 +273,18 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     for attention in [
         entries::ATTENTION_BF16_D64,
         entries::ATTENTION_BF16_D128,
+        entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
         entries::ATTENTION_F16_D64,
         entries::ATTENTION_F16_D128,
+        entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
     ] {
         check(d, attention);
     }
     assert_eq!(
         declared.len(),
-        79,
+        81,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

@@ -240,6 +240,28 @@ fn attention_d256_matches_the_f64_reference() {
     ]);
 }
 
+/// Head dimension 128 without a causal mask (176-key blocks, two stages in split rings): key
+/// counts on and off the 176-key blocks and the 128-row tiles (1, 127, 175, 176, 177, 352,
+/// 353, 1000), queries longer and shorter than keys, GQA 1, 4 and 8 and MQA, both types,
+/// ordinary and large logits; many ring laps (2000 keys: 12 blocks over 2 stages). Causal
+/// cases beside them run the 128-key entry on the same shapes.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn attention_d128_key_blocks_match_the_f64_reference() {
+    check_fixed(&[
+        (1, 1, 1, 1, 1, 128, false),
+        (1, 2, 1, 300, 127, 128, false),
+        (2, 4, 1, 79, 175, 128, false),
+        (1, 8, 1, 129, 176, 128, false),
+        (2, 2, 2, 200, 177, 128, false),
+        (1, 4, 1, 1, 1000, 128, false),
+        (1, 8, 8, 352, 352, 128, false),
+        (1, 8, 1, 353, 353, 128, true),
+        (1, 2, 2, 1100, 2000, 128, false),
+        (1, 2, 2, 1100, 2000, 128, true),
+    ]);
+}
+
 /// Runs every `(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal)` with ordinary and
 /// large logits, in bf16 and f16.
 fn check_fixed(cases: &[(usize, usize, usize, usize, usize, usize, bool)]) {
@@ -347,7 +369,8 @@ fn attention_varlen_matches_the_f64_reference() {
 }
 
 /// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of the kernel's keys
-/// (`block_n(head_dim)`: 128 at d = 64, 176 at d = 128, 80 at d = 256), the online
+/// (the keys of `shape_for(head_dim, causal)`: 128 at d = 64 and causal d = 128, 176 at
+/// non-causal d = 128, 80 at d = 256), the online
 /// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
 /// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
 /// tolerance holds for an exact implementation of the kernel's algorithm.
@@ -361,7 +384,9 @@ fn model_row<T: Element>(
     i: usize,
 ) -> (Vec<f64>, f64) {
     let d = x.head_dim;
-    let block_n = warpforge::abi::attention_sm90::block_n(d as u32) as usize;
+    let block_n = warpforge::abi::attention_sm90::shape_for(d as u32, x.causal)
+        .expect("a head dimension with an entry")
+        .keys as usize;
     let hk = h / (x.heads_q / x.heads_kv);
     let q_row = &q[((seq.q_base + i) * x.heads_q + h) * d..][..d];
     let kv_at = |j: usize| ((seq.k_base + j) * x.heads_kv + hk) * d;
@@ -547,31 +572,50 @@ fn attention_problem_check_refuses_bad_shapes() {
     with(&|p| (p.heads_q, p.heads_kv) = (70_000, 70_000)).check().unwrap();
 }
 
-/// The shape table the entries are instantiated with (`abi::attention_sm90`) and the host's
-/// entry per head dimension: 128-key blocks and four stages at d = 64, 176-key blocks at d = 128,
-/// 80-key blocks at d = 256, two stages and a 24/240 register split at both; every plan inside
-/// Hopper's 227 KiB and 64 Ki registers.
+/// The shape table the entries are instantiated with (`abi::attention_sm90::SHAPES`) and the
+/// host's entry per problem: 128-key blocks and four stages at d = 64; at d = 128 128-key blocks
+/// and three stages for causal problems, 176-key blocks, two split stages and a 24/240 register
+/// split for the others; 80-key blocks, two split stages, 24/240 and one tile per CTA at
+/// d = 256; every plan inside Hopper's 227 KiB and 64 Ki registers, every entry named for its
+/// shape.
 #[test]
-fn attention_shape_table_per_head_dim() {
+fn attention_shape_table_per_problem() {
     use warpforge::abi::attention_sm90::{
-        CONSUMERS, HEAD_DIMS, LAUNCH_REGISTERS, SM90_SMEM_LIMIT, THREADS, block_n, consumer_regs, producer_regs,
-        smem_plan, stages,
+        CONSUMERS, HEAD_DIMS, LAUNCH_REGISTERS, SHAPES, SM90_SMEM_LIMIT, THREADS, shape_for, shape_index, smem_plan,
     };
-    let table: Vec<_> =
-        HEAD_DIMS.iter().map(|&d| (d, block_n(d), stages(d), producer_regs(d), consumer_regs(d))).collect();
-    assert_eq!(table, [(64, 128, 4, 40, 232), (128, 176, 2, 24, 240), (256, 80, 2, 24, 240)]);
+    let table: Vec<_> = SHAPES
+        .iter()
+        .map(|s| (s.head_dim, s.keys, s.stages, s.split_kv_rings, s.producer_regs, s.consumer_regs, s.persistent))
+        .collect();
+    assert_eq!(
+        table,
+        [
+            (64, 128, 4, false, 40, 232, true),
+            (128, 128, 3, false, 40, 232, true),
+            (128, 176, 2, true, 24, 240, true),
+            (256, 80, 2, true, 24, 240, false)
+        ]
+    );
+    for d in HEAD_DIMS {
+        let (causal, plain) = (shape_for(d, true).unwrap(), shape_for(d, false).unwrap());
+        assert_eq!((causal.head_dim, plain.head_dim), (d, d));
+        assert_eq!((causal.keys, plain.keys), if d == 128 { (128, 176) } else { (causal.keys, causal.keys) });
+    }
+    assert_eq!(shape_for(96, false), None);
     // 168 registers per thread at launch (⌊65536 / 384⌋ rounded down to 8): what setmaxnreg moves.
     assert_eq!(LAUNCH_REGISTERS, 168 * 384);
-    for d in HEAD_DIMS {
-        let kv_stage = 2 * block_n(d) * d * 2;
-        let bytes = smem_plan(d).bytes();
-        assert!(bytes >= 128 * d * 2 + stages(d) * kv_stage, "d{d}: Q and the ring fit the plan");
-        assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "d{d}: {} bytes", smem_plan(d).launch_bytes());
+    for (index, s) in SHAPES.into_iter().enumerate() {
+        assert_eq!(shape_index(s), index);
+        let (d, keys) = (s.head_dim, s.keys);
+        let kv_stage = 2 * keys * d * 2;
+        let bytes = smem_plan(s).bytes();
+        assert!(bytes >= 128 * d * 2 + s.stages * kv_stage, "d{d}/{keys}: Q and the ring fit the plan");
+        assert!(smem_plan(s).launch_bytes() <= SM90_SMEM_LIMIT, "d{d}/{keys}: {} bytes", smem_plan(s).launch_bytes());
         let consumers = CONSUMERS * 128;
-        assert!((THREADS - consumers) * producer_regs(d) + consumers * consumer_regs(d) <= LAUNCH_REGISTERS);
+        assert!((THREADS - consumers) * s.producer_regs + consumers * s.consumer_regs <= LAUNCH_REGISTERS);
+        let suffix = if keys == 176 { "_k176" } else { "" };
         for (entry, dtype) in [(bf16::ATTENTION_ENTRIES, "bf16"), (f16::ATTENTION_ENTRIES, "f16")] {
-            let index = HEAD_DIMS.iter().position(|&x| x == d).unwrap();
-            assert_eq!(entry[index].name(), format!("attention_{dtype}_d{d}_sm90"));
+            assert_eq!(entry[index].name(), format!("attention_{dtype}_d{d}{suffix}_sm90"));
         }
     }
 }

@@ -167,9 +167,10 @@ pub struct GroupedParams {
 
 /// Tile and launch shape of the sm_90 attention forward kernels (`attention_*_sm90`).
 ///
-/// Everything that depends on the head dimension is a `const fn` of it, so the device entries
-/// (which instantiate the kernel with these values as const generics) and the host (maps,
-/// launch bytes) read one table.
+/// Everything that differs between entries is a row of one table ([`attention_sm90::SHAPES`]:
+/// head dimension, key block, ring, register split), so the device entries (which instantiate
+/// the kernel with these values as const generics) and the host (entry choice, maps, launch
+/// bytes) read the same values.
 pub mod attention_sm90 {
     use warpforge_logic::swizzle::Swizzle128B;
     use warpforge_logic::tile_spec::{SmemPlan, Tile, TileSpec, elem};
@@ -184,89 +185,129 @@ pub mod attention_sm90 {
     pub const CONSUMERS: u32 = 2;
     /// Head dimensions with an entry.
     pub const HEAD_DIMS: [u32; 3] = [64, 128, 256];
-    /// Keys per K/V block with the narrow blocks of head dimension 256 (wgmma `m64n80k16`).
-    pub const NARROW_BLOCK_N: u32 = 80;
-    /// Keys per K/V block of head dimension 64.
-    pub const WIDE_BLOCK_N: u32 = 128;
-    /// Keys per K/V block of head dimension 128 (wgmma `m64n176k16`): 88 score registers and 44
-    /// of P beside O's 64, and two 176-key K and V stages with Q in 208 KiB; a block's softmax,
-    /// waits and turn are paid once per 176 keys instead of 128.
-    pub const LONG_BLOCK_N: u32 = 176;
     /// A Q box: 128 query rows of one head's 64-column chunk, 128-byte swizzle (the map's box is
     /// `64 × 1 × 128`: chunk, head, row). Element size only matters, so bf16 stands for f16 too.
     pub type QBox = TileSpec<elem::Bf16, { BLOCK_M as usize }, { HEAD_CHUNK as usize }, Swizzle128B>; // (128, 64)
     /// A K or V box: `KEYS` keys of one head's 64-column chunk (box `64 × 1 × KEYS`).
     pub type KvBox<const KEYS: usize> = TileSpec<elem::Bf16, KEYS, { HEAD_CHUNK as usize }, Swizzle128B>; // (KEYS, 64)
 
-    /// Keys per K/V block (one ring stage) for head dimension `head_dim`: 128 at d = 64, 176 at
-    /// d = 128 (FlashAttention-3's non-causal d = 128 block: fewer softmax rounds, waits and
-    /// turns per key), 80 at d = 256, where a consumer thread holds O's 64 × 256 f32 (128
-    /// registers): with 128-key scores (64) and their P fragments (32) that would exceed the 240
-    /// a consumer can get, so the blocks narrow to 80 keys (40 + 20 registers; `P·V` then runs
-    /// five K steps).
-    pub const fn block_n(head_dim: u32) -> u32 {
-        if head_dim <= 64 {
-            WIDE_BLOCK_N
-        } else if head_dim <= 128 {
-            LONG_BLOCK_N
-        } else {
-            NARROW_BLOCK_N
+    /// The tile and launch shape of one attention entry: everything the device body takes as
+    /// const generics and the host needs for maps and launches, so both read one table
+    /// ([`SHAPES`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Shape {
+        /// Head dimension.
+        pub head_dim: u32,
+        /// Keys per K/V block (one ring stage; the scores' wgmma is `m64n{keys}k16`).
+        pub keys: u32,
+        /// K/V ring depth (of the K ring and of the V ring where `split_kv_rings`): stage `i`
+        /// holds key block `i`.
+        pub stages: u32,
+        /// Whether K and V have rings of their own (`stages` each; K handed back once its
+        /// `Q·Kᵀ` has landed, V after its `P·V`, so the next K loads while a block's softmax and
+        /// `P·V` run) rather than one ring of (K, V) stages, each handed back after its `P·V`.
+        pub split_kv_rings: bool,
+        /// Whether a key block's tail (wait for the previous `P·V`, release its stage, rescale
+        /// O, round P) runs at the top of the next step, across the loop's back-edge from the
+        /// softmax, rather than right after it in the same basic block (where ptxas hoists the
+        /// wait above the whole softmax).
+        pub defer_block_tail: bool,
+        /// Whether the kernel may run on a persistent grid (several tiles per CTA,
+        /// `logic::attention::AttentionTiles::grid`) rather than one tile per CTA.
+        pub persistent: bool,
+        /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA).
+        pub producer_regs: u32,
+        /// Registers per consumer thread after `setmaxnreg.inc`: all the producer frees of the
+        /// CTA's launch allocation ([`LAUNCH_REGISTERS`]; multiples of 8).
+        pub consumer_regs: u32,
+    }
+
+    /// d = 64: 128-key blocks, four stages (144 KiB with Q), one ring of (K, V) stages and the
+    /// tail in place. Measured on the H200 (docs/PERF.md, 2026-12-04): split rings −4 to −5 %
+    /// and the deferred tail −3 % here (its `P·V` is short, its softmax the critical path).
+    pub const D64: Shape = Shape {
+        head_dim: 64,
+        keys: 128,
+        stages: 4,
+        split_kv_rings: false,
+        defer_block_tail: false,
+        persistent: true,
+        producer_regs: 40,
+        consumer_regs: 232,
+    };
+    /// d = 128 with causal masks: 128-key blocks, three stages (224 KiB with Q, just inside
+    /// Hopper's 227 KiB), the tail deferred (measured +5–7 % at S ≥ 2k). Causal tiles keep the
+    /// 128-key block: a 128-row tile's diagonal then cuts one block where a 176-key one often
+    /// cuts two and computes more keys past the diagonal.
+    pub const D128: Shape = Shape {
+        head_dim: 128,
+        keys: 128,
+        stages: 3,
+        split_kv_rings: false,
+        defer_block_tail: true,
+        persistent: true,
+        producer_regs: 40,
+        consumer_regs: 232,
+    };
+    /// d = 128 without causal masks (FlashAttention-3's non-causal d = 128 block): 176-key
+    /// blocks, so a block's softmax rounds, waits and turn are paid once per 176 keys (607 SASS
+    /// instructions on the hot path, 3.45 per key, against 479 per 128 keys, 3.74). Its 88
+    /// score and 44 P registers beside O's 64, carried across the back-edge with the deferred
+    /// tail, need a 24/240 split (spill-free once the wgmma descriptors moved to uniform
+    /// registers; 212 B spilled before). Two 176-key stages with Q are 208 KiB, so K and V get
+    /// rings of their own to keep the producer a block ahead.
+    pub const D128_K176: Shape = Shape {
+        head_dim: 128,
+        keys: 176,
+        stages: 2,
+        split_kv_rings: true,
+        defer_block_tail: true,
+        persistent: true,
+        producer_regs: 24,
+        consumer_regs: 240,
+    };
+    /// d = 256: a consumer thread holds O's 64 × 256 f32 (128 registers); 128-key scores (64)
+    /// and their P (32) would exceed the 240 a consumer can get, so the blocks narrow to 80 keys
+    /// (40 + 20 registers; `P·V` runs five K steps), two stages (Q 64 KiB + 2 × 80 KiB = 224
+    /// KiB) in split rings (measured 0.67 → 0.91 × cuDNN), a 24/240 split (at 40/232 ptxas
+    /// spilled 12 B of the tile's geometry across the key loop), one tile per CTA (the tile
+    /// loop's state spilled 192 B) and the tail in place (the scores carried across the
+    /// back-edge spilled).
+    pub const D256: Shape = Shape {
+        head_dim: 256,
+        keys: 80,
+        stages: 2,
+        split_kv_rings: true,
+        defer_block_tail: false,
+        persistent: false,
+        producer_regs: 24,
+        consumer_regs: 240,
+    };
+    /// Every entry's shape, in the order of the host's entry tables.
+    pub const SHAPES: [Shape; 4] = [D64, D128, D128_K176, D256];
+
+    /// The shape that runs a problem of head dimension `head_dim`, causal or not; `None` for a
+    /// head dimension without an entry.
+    pub const fn shape_for(head_dim: u32, causal: bool) -> Option<Shape> {
+        match head_dim {
+            64 => Some(D64),
+            128 if causal => Some(D128),
+            128 => Some(D128_K176),
+            256 => Some(D256),
+            _ => None,
         }
     }
 
-    /// K/V ring depth for head dimension `head_dim` (of the K ring and of the V ring where
-    /// [`split_kv_rings`]: stage `i` of each holds key block `i`'s K or V, and K goes back once
-    /// its `Q·Kᵀ` has landed, a step before V, so the next K loads while a block's softmax and
-    /// `P·V` run; with one ring of (K, V) stages, V is read one step after K and two stages let
-    /// the producer run only one block ahead of the wait): four at d = 64 (144 KiB with Q),
-    /// two at d = 128 (Q 32 KiB + 2 × 88 KiB of 176-key K and V = 208 KiB) and at d = 256 (Q 64
-    /// KiB + 2 × 80 KiB of 80-key K and V = 224 KiB), all that fits.
-    pub const fn stages(head_dim: u32) -> u32 {
-        if head_dim <= 64 { 4 } else { 2 }
-    }
-
-    /// Whether the kernel for `head_dim` may run on a persistent grid (several tiles per CTA,
-    /// `logic::attention::AttentionTiles::grid`): not at d = 256, whose consumers' registers
-    /// (O alone 128 of 240) leave none for the tile loop's state (ptxas spilled 192 B with it);
-    /// that kernel runs one tile per CTA.
-    pub const fn persistent(head_dim: u32) -> bool {
-        head_dim <= 128
-    }
-
-    /// Whether a key block's tail (wait for the previous `P·V`, release its stage, rescale O,
-    /// round P) runs at the top of the next step, across the loop's back-edge from the softmax,
-    /// rather than right after it in the same basic block (where ptxas hoists the wait above
-    /// the whole softmax). Measured on the H200: d = 128 +5–7 % at S ≥ 2k; d = 64 −3 % (its
-    /// `P·V` is short, and the softmax is the critical path either way); d = 256 unchanged,
-    /// and its registers cannot spare the scores carried across the back-edge (ptxas spilled).
-    pub const fn defer_block_tail(head_dim: u32) -> bool {
-        head_dim == 128
-    }
-
-    /// Whether K and V have rings of their own (`stages` each; K handed back once its `Q·Kᵀ`
-    /// has landed, V after its `P·V`) rather than one ring of (K, V) stages, each handed back
-    /// after its `P·V`: wherever the ring is two stages deep. Measured on the H200 (docs/PERF.md,
-    /// 2026-12-04): d = 256, two stages, 0.67 → 0.91 × cuDNN; d = 128 at three 128-key stages
-    /// within ±1 %; d = 64 −4 to −5 % (four stages; its blocks are short, and the second ring's
-    /// waits and arrivals cost more than the earlier refill gains).
-    pub const fn split_kv_rings(head_dim: u32) -> bool {
-        head_dim > 64
-    }
-
-    /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA):
-    /// 24 at d = 128 and 256, so that their consumers get 240: at d = 256 for O's 128 (at
-    /// 40/232 ptxas spilled 12 B of the tile's geometry across the key loop), at d = 128 for a
-    /// 176-key block's 88 score and 44 P registers beside O's 64 carried across the back-edge
-    /// (spill-free at 240 once the wgmma descriptors moved to uniform registers; 212 B spilled
-    /// before).
-    pub const fn producer_regs(head_dim: u32) -> u32 {
-        if head_dim > 64 { 24 } else { 40 }
-    }
-
-    /// Registers per consumer thread after `setmaxnreg.inc`: all the producer frees of the
-    /// CTA's launch allocation ([`LAUNCH_REGISTERS`]; multiples of 8).
-    pub const fn consumer_regs(head_dim: u32) -> u32 {
-        if head_dim > 64 { 240 } else { 232 }
+    /// The position of `shape` in [`SHAPES`] (the host's entry tables follow it).
+    pub const fn shape_index(shape: Shape) -> usize {
+        let mut i = 0;
+        while i < SHAPES.len() {
+            if SHAPES[i].head_dim == shape.head_dim && SHAPES[i].keys == shape.keys {
+                return i;
+            }
+            i += 1;
+        }
+        panic!("not an entry's shape")
     }
 
     /// Dynamic shared memory a block may use on sm_90 (227 KiB).
@@ -280,34 +321,35 @@ pub mod attention_sm90 {
     pub const LAUNCH_REGISTERS: u32 = SM_REGISTERS / THREADS / 8 * 8 * THREADS;
     const _: () = {
         let mut i = 0;
-        while i < HEAD_DIMS.len() {
-            let d = HEAD_DIMS[i];
-            assert!(smem_plan(d).launch_bytes() <= SM90_SMEM_LIMIT, "the attention plans fit Hopper's shared memory");
+        while i < SHAPES.len() {
+            let s = SHAPES[i];
+            assert!(smem_plan(s).launch_bytes() <= SM90_SMEM_LIMIT, "the attention plans fit Hopper's shared memory");
             assert!(
-                (THREADS - CONSUMERS * 128) * producer_regs(d) + CONSUMERS * 128 * consumer_regs(d) <= LAUNCH_REGISTERS,
+                (THREADS - CONSUMERS * 128) * s.producer_regs + CONSUMERS * 128 * s.consumer_regs <= LAUNCH_REGISTERS,
                 "the register split fits the CTA's launch allocation"
             );
-            assert!(d.is_multiple_of(HEAD_CHUNK) && block_n(d).is_multiple_of(16), "whole chunks, whole K steps");
+            assert!(s.head_dim.is_multiple_of(HEAD_CHUNK) && s.keys.is_multiple_of(16), "whole chunks, whole K steps");
+            assert!(s.stages >= 2, "the producer runs a block ahead");
             i += 1;
         }
     };
 
-    /// The kernel's dynamic shared memory for `head_dim`, as the device carves it: Q (one box
-    /// per chunk), the K ring, the V ring, the ring's barriers, Q's full and free barriers.
-    pub const fn smem_plan(head_dim: u32) -> SmemPlan {
-        match block_n(head_dim) {
-            WIDE_BLOCK_N => plan::<KvBox<{ WIDE_BLOCK_N as usize }>>(head_dim),
-            LONG_BLOCK_N => plan::<KvBox<{ LONG_BLOCK_N as usize }>>(head_dim),
-            _ => plan::<KvBox<{ NARROW_BLOCK_N as usize }>>(head_dim),
+    /// The kernel's dynamic shared memory for `shape`, as the device carves it: Q (one box per
+    /// chunk), the K ring, the V ring, the ring's barriers, Q's full and free barriers.
+    pub const fn smem_plan(shape: Shape) -> SmemPlan {
+        match shape.keys {
+            128 => plan::<KvBox<128>>(shape),
+            176 => plan::<KvBox<176>>(shape),
+            80 => plan::<KvBox<80>>(shape),
+            _ => panic!("a key block without a plan"),
         }
     }
 
-    const fn plan<Kv: Tile>(head_dim: u32) -> SmemPlan {
-        let chunks = head_dim / HEAD_CHUNK;
-        let stages = stages(head_dim);
+    const fn plan<Kv: Tile>(shape: Shape) -> SmemPlan {
+        let chunks = shape.head_dim / HEAD_CHUNK;
+        let stages = shape.stages;
         let plan = SmemPlan::new().ring::<QBox>(chunks).ring::<Kv>(stages * chunks).ring::<Kv>(stages * chunks);
-        let plan =
-            if split_kv_rings(head_dim) { plan.pipeline(stages).pipeline(stages) } else { plan.pipeline(stages) };
+        let plan = if shape.split_kv_rings { plan.pipeline(stages).pipeline(stages) } else { plan.pipeline(stages) };
         plan.mbarriers(2).region(4, 4)
     }
 }
@@ -663,12 +705,16 @@ pub mod entries {
     pub const NVFP4_DECODE_F32: Entry<Nvfp4Decode<f32>> = Entry::new("nvfp4_decode_f32");
     /// Attention forward, bf16 Q/K/V/O, head dimension 64.
     pub const ATTENTION_BF16_D64: Entry<AttentionSm90> = Entry::new("attention_bf16_d64_sm90");
-    /// Attention forward, bf16, head dimension 128.
+    /// Attention forward, bf16, head dimension 128 (128-key blocks: causal problems).
     pub const ATTENTION_BF16_D128: Entry<AttentionSm90> = Entry::new("attention_bf16_d128_sm90");
+    /// Attention forward, bf16, head dimension 128 (176-key blocks: problems without a causal mask).
+    pub const ATTENTION_BF16_D128_K176: Entry<AttentionSm90> = Entry::new("attention_bf16_d128_k176_sm90");
     /// Attention forward, f16, head dimension 64.
     pub const ATTENTION_F16_D64: Entry<AttentionSm90> = Entry::new("attention_f16_d64_sm90");
-    /// Attention forward, f16, head dimension 128.
+    /// Attention forward, f16, head dimension 128 (128-key blocks: causal problems).
     pub const ATTENTION_F16_D128: Entry<AttentionSm90> = Entry::new("attention_f16_d128_sm90");
+    /// Attention forward, f16, head dimension 128 (176-key blocks: problems without a causal mask).
+    pub const ATTENTION_F16_D128_K176: Entry<AttentionSm90> = Entry::new("attention_f16_d128_k176_sm90");
     /// Attention forward, bf16, head dimension 256 (80-key blocks).
     pub const ATTENTION_BF16_D256: Entry<AttentionSm90> = Entry::new("attention_bf16_d256_sm90");
     /// Attention forward, f16, head dimension 256 (80-key blocks).

@@ -9,7 +9,9 @@
 //! takes it, which balances causal and variable-length tiles; the counters end each launch at
 //! zero), handing each index to the consumers through a shared-memory slot under Q's full
 //! barrier (an index past the tiles stops them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
-//! the keys in blocks of `block_n(d)` keys, 128 at d = 64, 176 at d = 128 and 80 at d = 256:
+//! the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): 128 keys at d = 64
+//! and in causal problems at d = 128, 176 in the others at d = 128 (FlashAttention-3's
+//! non-causal block; the host picks the entry), 80 at d = 256:
 //! `S = Q·Kᵀ` by SS wgmma (`m64n128k16` / `m64n176k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
 //! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
@@ -47,16 +49,17 @@
 //! contiguous (packed `[batch, seq, heads, head_dim]`, torch's `[batch, heads, seq, head_dim]`,
 //! views of a fused QKV projection, or variable length: one sequence slice of all the rows and
 //! cumulative offsets); the tensor maps are 4-D with the caller's strides and boxes of 64
-//! columns × 1 head × 128 rows (Q) or × `block_n(d)` rows (K, V) × 1 sequence under 128-byte
+//! columns × 1 head × 128 rows (Q) or × the shape's keys (K, V) × 1 sequence under 128-byte
 //! swizzle, and O is stored through `AttentionParams`' strides. A K box may run past its
 //! sequence (zero fill at fixed length; the next sequence's rows or zero fill at variable
 //! length); those keys are masked, so their P is 0.
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and the K and V rings, stages
-//! of `block_n(d)` × d each: 4 stages of 128 keys at d = 64 (144 KiB), 2 of 176 keys at d = 128
-//! (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring
-//! depth, register split per head dimension) is `abi::attention_sm90`; the entries instantiate
-//! one generic body with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
+//! of the shape's keys × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 of 128 keys at
+//! d = 128 (224 KiB) or 2 of 176 keys (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at
+//! d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring depth, register
+//! split per entry) is `abi::attention_sm90::SHAPES`; the entries instantiate one generic body
+//! with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
 //! operands, mask, a block's tail, output store) are `attention_sm90_parts`. The ratios to
 //! cuDNN and FlashAttention-2 on the H200 are in docs/PERF.md.
 //!
@@ -124,9 +127,10 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// the key/value heads; one sequence slice of every row at variable length); `p` as documented
 /// on [`AttentionParams`], its O (and LSE) buffers holding every element its strides reach for
 /// every row of every sequence; a 1-D grid of at most `AttentionTiles::count` CTAs (< 2^31),
-/// exactly that many unless `PERSISTENT` (`attention_sm90::persistent(D)`), whose launches
-/// take `p.tile_counters` (two u32, zero at the launch, this launch's alone while it runs);
-/// 384 threads, `attention_sm90::smem_plan(D)` launch bytes.
+/// exactly that many unless `PERSISTENT` (the shape's `persistent`), whose launches take
+/// `p.tile_counters` (two u32, zero at the launch, this launch's alone while it runs); 384
+/// threads, `attention_sm90::smem_plan(shape)` launch bytes, for the `attention_sm90::Shape`
+/// whose values the const generics are.
 #[inline(always)]
 unsafe fn attention<
     T,
@@ -157,14 +161,13 @@ unsafe fn attention<
     const {
         assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC, "tile shapes agree");
         assert!(S::N as usize == BN && BN as u32 == 16 * P::STEPS, "a key block is the scores' N and P's K");
-        assert!(BN as u32 == shape::block_n(D as u32) && RING as u32 == shape::stages(D as u32), "the ABI's plan");
     };
     // Shared-memory plan (`abi::attention_sm90::smem_plan`).
     let mut smem = DynamicShared::window();
     let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
     let k_ring = SmemTileRing::<T, BN, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
     let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
-    // With one ring of (K, V) stages (not `SPLIT`: `attention_sm90::split_kv_rings`) V's
+    // With one ring of (K, V) stages (not `SPLIT`: the shape's `split_kv_rings`) V's
     // barriers are K's.
     // SAFETY: every thread runs this same plan; init precedes the barrier below.
     let k_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
@@ -375,10 +378,11 @@ unsafe fn attention<
     }
 }
 
-/// `#[kernel]` entries over [`attention`]: name, element, head dimension, scores accumulator
-/// (64 × `block_n(d)`), P's fragments, output accumulator (64 × d).
+/// `#[kernel]` entries over [`attention`]: name, element, shape (`abi::attention_sm90`'s
+/// table), scores accumulator (64 × the shape's keys), P's fragments, output accumulator (64 ×
+/// the head dimension).
 macro_rules! attention_entries {
-    ($($name:ident: $t:ty, $d:literal, $scores:ty, $probs:ty, $acc:ty;)*) => {$(
+    ($($name:ident: $t:ty, $shape:ident, $scores:ty, $probs:ty, $acc:ty;)*) => {$(
         /// Attention forward entry point; see the module docs and [`AttentionParams`].
         ///
         /// # Safety
@@ -390,17 +394,19 @@ macro_rules! attention_entries {
             #[grid_constant] v_map: &TensorMap,
             params: AttentionParams,
         ) {
-            const RING: usize = shape::stages($d) as usize;
-            const BN: usize = shape::block_n($d) as usize;
-            const DC: usize = $d / CHUNK;
-            const PRODUCER: u32 = shape::producer_regs($d);
-            const CONSUMER: u32 = shape::consumer_regs($d);
-            const PERSISTENT: bool = shape::persistent($d);
-            const DEFER: bool = shape::defer_block_tail($d);
-            const SPLIT: bool = shape::split_kv_rings($d);
+            const SHAPE: shape::Shape = shape::$shape;
+            const D: usize = SHAPE.head_dim as usize;
+            const RING: usize = SHAPE.stages as usize;
+            const BN: usize = SHAPE.keys as usize;
+            const DC: usize = D / CHUNK;
+            const PRODUCER: u32 = SHAPE.producer_regs;
+            const CONSUMER: u32 = SHAPE.consumer_regs;
+            const PERSISTENT: bool = SHAPE.persistent;
+            const DEFER: bool = SHAPE.defer_block_tail;
+            const SPLIT: bool = SHAPE.split_kv_rings;
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                attention::<$t, $scores, $probs, $acc, $d, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT>(
+                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT>(
                     q_map, k_map, v_map, &params,
                 )
             }
@@ -409,10 +415,12 @@ macro_rules! attention_entries {
 }
 
 attention_entries! {
-    attention_bf16_d64_sm90: Bf16, 64, Acc64x128F32, AFragments8, Acc64x64F32;
-    attention_bf16_d128_sm90: Bf16, 128, Acc64x176F32, AFragments11, Acc64x128F32;
-    attention_bf16_d256_sm90: Bf16, 256, Acc64x80F32, AFragments5, Acc64x256F32;
-    attention_f16_d64_sm90: F16, 64, Acc64x128F32, AFragments8, Acc64x64F32;
-    attention_f16_d128_sm90: F16, 128, Acc64x176F32, AFragments11, Acc64x128F32;
-    attention_f16_d256_sm90: F16, 256, Acc64x80F32, AFragments5, Acc64x256F32;
+    attention_bf16_d64_sm90: Bf16, D64, Acc64x128F32, AFragments8, Acc64x64F32;
+    attention_bf16_d128_sm90: Bf16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_bf16_d128_k176_sm90: Bf16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
+    attention_bf16_d256_sm90: Bf16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
+    attention_f16_d64_sm90: F16, D64, Acc64x128F32, AFragments8, Acc64x64F32;
+    attention_f16_d128_sm90: F16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_f16_d128_k176_sm90: F16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
+    attention_f16_d256_sm90: F16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
 }

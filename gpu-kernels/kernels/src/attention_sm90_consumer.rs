@@ -63,7 +63,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         }
 
         // Key block 0: its scores and P (O is still zero: nothing to rescale). With `SPLIT`
-        // rings (`attention_sm90::split_kv_rings`) K goes back to the producer once its `Q·Kᵀ`
+        // rings (`attention_sm90::Shape::split_kv_rings`) K goes back to the producer once its `Q·Kᵀ`
         // has landed and V once its `P·V` has, so the next K loads while this block's softmax
         // and `P·V` still run; otherwise `v_pipe` is `k_pipe`, one ring of (K, V) stages each
         // handed back after its `P·V`.
@@ -94,7 +94,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
 
         // Then per block: issue its `Q·Kᵀ` and the previous block's `P·V`, and compute its
         // softmax while `P·V` runs (FA3's intra-warpgroup overlap); rescale O once `P·V` has
-        // landed. With `DEFER_TAIL` (`attention_sm90::defer_block_tail`) that tail (wait for
+        // landed. With `DEFER_TAIL` (`attention_sm90::Shape::defer_block_tail`) that tail (wait for
         // `P·V`, release its stage, rescale O, round P: `finish_block`) runs at the top of the
         // next step, across the loop's back-edge from the softmax: ptxas schedules within a
         // basic block and, given both in one, hoisted the `P·V` wait above the whole softmax
