@@ -55,6 +55,7 @@ pub trait AttentionElement: GemmInput {
 impl AttentionElement for half::bf16 {
     const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()] = [
         entries::ATTENTION_BF16_D64,
+        entries::ATTENTION_BF16_D64_K176,
         entries::ATTENTION_BF16_D128,
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
@@ -63,6 +64,7 @@ impl AttentionElement for half::bf16 {
 impl AttentionElement for half::f16 {
     const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()] = [
         entries::ATTENTION_F16_D64,
+        entries::ATTENTION_F16_D64_K176,
         entries::ATTENTION_F16_D128,
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,

@@ -272,10 +272,12 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::GEMM_SWIGLU_UE8M0_BF16);
     for attention in [
         entries::ATTENTION_BF16_D64,
+        entries::ATTENTION_BF16_D64_K176,
         entries::ATTENTION_BF16_D128,
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
         entries::ATTENTION_F16_D64,
+        entries::ATTENTION_F16_D64_K176,
         entries::ATTENTION_F16_D128,
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
@@ -284,7 +286,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     }
     assert_eq!(
         declared.len(),
-        81,
+        83,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

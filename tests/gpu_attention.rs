@@ -240,14 +240,14 @@ fn attention_d256_matches_the_f64_reference() {
     ]);
 }
 
-/// Head dimension 128 without a causal mask (176-key blocks, two stages in split rings): key
-/// counts on and off the 176-key blocks and the 128-row tiles (1, 127, 175, 176, 177, 352,
-/// 353, 1000), queries longer and shorter than keys, GQA 1, 4 and 8 and MQA, both types,
-/// ordinary and large logits; many ring laps (2000 keys: 12 blocks over 2 stages). Causal
-/// cases beside them run the 128-key entry on the same shapes.
+/// Head dimensions 64 and 128 without a causal mask (176-key blocks; at d = 128 two stages in
+/// split rings): key counts on and off the 176-key blocks and the 128-row tiles (1, 127, 175,
+/// 176, 177, 352, 353, 1000), queries longer and shorter than keys, GQA 1, 4 and 8 and MQA,
+/// both types, ordinary and large logits; many ring laps (2000 keys: 12 blocks over 2 or 4
+/// stages). Causal cases beside them run the 128-key entries on the same shapes.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
-fn attention_d128_key_blocks_match_the_f64_reference() {
+fn attention_176_key_blocks_match_the_f64_reference() {
     check_fixed(&[
         (1, 1, 1, 1, 1, 128, false),
         (1, 2, 1, 300, 127, 128, false),
@@ -259,6 +259,12 @@ fn attention_d128_key_blocks_match_the_f64_reference() {
         (1, 8, 1, 353, 353, 128, true),
         (1, 2, 2, 1100, 2000, 128, false),
         (1, 2, 2, 1100, 2000, 128, true),
+        (2, 4, 1, 79, 175, 64, false),
+        (1, 8, 1, 129, 177, 64, false),
+        (1, 4, 1, 1, 1000, 64, false),
+        (1, 8, 8, 352, 352, 64, false),
+        (1, 2, 2, 1100, 2000, 64, false),
+        (1, 2, 2, 1100, 2000, 64, true),
     ]);
 }
 
@@ -369,8 +375,8 @@ fn attention_varlen_matches_the_f64_reference() {
 }
 
 /// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of the kernel's keys
-/// (the keys of `shape_for(head_dim, causal)`: 128 at d = 64 and causal d = 128, 176 at
-/// non-causal d = 128, 80 at d = 256), the online
+/// (the keys of `shape_for(head_dim, causal)`: at d = 64 and 128, 128 when causal and 176
+/// otherwise; 80 at d = 256), the online
 /// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
 /// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
 /// tolerance holds for an exact implementation of the kernel's algorithm.
@@ -573,9 +579,9 @@ fn attention_problem_check_refuses_bad_shapes() {
 }
 
 /// The shape table the entries are instantiated with (`abi::attention_sm90::SHAPES`) and the
-/// host's entry per problem: 128-key blocks and four stages at d = 64; at d = 128 128-key blocks
-/// and three stages for causal problems, 176-key blocks, two split stages and a 24/240 register
-/// split for the others; 80-key blocks, two split stages, 24/240 and one tile per CTA at
+/// host's entry per problem: four stages of 128-key blocks at d = 64 for causal problems, of
+/// 176-key blocks for the others; at d = 128 128-key blocks and three stages for causal
+/// problems, 176-key blocks, two split stages and a 24/240 register split for the others; 80-key blocks, two split stages, 24/240 and one tile per CTA at
 /// d = 256; every plan inside Hopper's 227 KiB and 64 Ki registers, every entry named for its
 /// shape.
 #[test]
@@ -591,6 +597,7 @@ fn attention_shape_table_per_problem() {
         table,
         [
             (64, 128, 4, false, 40, 232, true),
+            (64, 176, 4, false, 40, 232, true),
             (128, 128, 3, false, 40, 232, true),
             (128, 176, 2, true, 24, 240, true),
             (256, 80, 2, true, 24, 240, false)
@@ -599,7 +606,7 @@ fn attention_shape_table_per_problem() {
     for d in HEAD_DIMS {
         let (causal, plain) = (shape_for(d, true).unwrap(), shape_for(d, false).unwrap());
         assert_eq!((causal.head_dim, plain.head_dim), (d, d));
-        assert_eq!((causal.keys, plain.keys), if d == 128 { (128, 176) } else { (causal.keys, causal.keys) });
+        assert_eq!((causal.keys, plain.keys), if d == 256 { (80, 80) } else { (128, 176) });
     }
     assert_eq!(shape_for(96, false), None);
     // 168 registers per thread at launch (⌊65536 / 384⌋ rounded down to 8): what setmaxnreg moves.

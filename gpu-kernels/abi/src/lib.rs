@@ -222,8 +222,8 @@ pub mod attention_sm90 {
         pub consumer_regs: u32,
     }
 
-    /// d = 64: 128-key blocks, four stages (144 KiB with Q), one ring of (K, V) stages and the
-    /// tail in place. Measured on the H200 (docs/PERF.md, 2026-12-04): split rings −4 to −5 %
+    /// d = 64 with causal masks (the causal rule of [`D128`]): 128-key blocks, four stages (144
+    /// KiB with Q), one ring of (K, V) stages and the tail in place. Measured on the H200 (docs/PERF.md, 2026-12-04): split rings −4 to −5 %
     /// and the deferred tail −3 % here (its `P·V` is short, its softmax the critical path).
     pub const D64: Shape = Shape {
         head_dim: 64,
@@ -235,6 +235,12 @@ pub mod attention_sm90 {
         producer_regs: 40,
         consumer_regs: 232,
     };
+    /// d = 64 without a causal mask: 176-key blocks (the d = 128 non-causal block, see
+    /// [`D128_K176`]), the rest as [`D64`]: four stages of 44 KiB with Q are 192 KiB, and 88
+    /// score and 44 P registers beside O's 32 fit the 232. At d = 64 a block's fixed work
+    /// weighs most (split rings and the deferred tail each cost 3–5 % there), so spreading it
+    /// over 176 keys should gain most.
+    pub const D64_K176: Shape = Shape { keys: 176, ..D64 };
     /// d = 128 with causal masks: 128-key blocks, three stages (224 KiB with Q, just inside
     /// Hopper's 227 KiB), the tail deferred (measured +5–7 % at S ≥ 2k). Causal tiles keep the
     /// 128-key block: a 128-row tile's diagonal then cuts one block where a 176-key one often
@@ -284,13 +290,14 @@ pub mod attention_sm90 {
         consumer_regs: 240,
     };
     /// Every entry's shape, in the order of the host's entry tables.
-    pub const SHAPES: [Shape; 4] = [D64, D128, D128_K176, D256];
+    pub const SHAPES: [Shape; 5] = [D64, D64_K176, D128, D128_K176, D256];
 
     /// The shape that runs a problem of head dimension `head_dim`, causal or not; `None` for a
     /// head dimension without an entry.
     pub const fn shape_for(head_dim: u32, causal: bool) -> Option<Shape> {
         match head_dim {
-            64 => Some(D64),
+            64 if causal => Some(D64),
+            64 => Some(D64_K176),
             128 if causal => Some(D128),
             128 => Some(D128_K176),
             256 => Some(D256),
@@ -705,12 +712,16 @@ pub mod entries {
     pub const NVFP4_DECODE_F32: Entry<Nvfp4Decode<f32>> = Entry::new("nvfp4_decode_f32");
     /// Attention forward, bf16 Q/K/V/O, head dimension 64.
     pub const ATTENTION_BF16_D64: Entry<AttentionSm90> = Entry::new("attention_bf16_d64_sm90");
+    /// Attention forward, bf16, head dimension 64 (176-key blocks: problems without a causal mask).
+    pub const ATTENTION_BF16_D64_K176: Entry<AttentionSm90> = Entry::new("attention_bf16_d64_k176_sm90");
     /// Attention forward, bf16, head dimension 128 (128-key blocks: causal problems).
     pub const ATTENTION_BF16_D128: Entry<AttentionSm90> = Entry::new("attention_bf16_d128_sm90");
     /// Attention forward, bf16, head dimension 128 (176-key blocks: problems without a causal mask).
     pub const ATTENTION_BF16_D128_K176: Entry<AttentionSm90> = Entry::new("attention_bf16_d128_k176_sm90");
     /// Attention forward, f16, head dimension 64.
     pub const ATTENTION_F16_D64: Entry<AttentionSm90> = Entry::new("attention_f16_d64_sm90");
+    /// Attention forward, f16, head dimension 64 (176-key blocks: problems without a causal mask).
+    pub const ATTENTION_F16_D64_K176: Entry<AttentionSm90> = Entry::new("attention_f16_d64_k176_sm90");
     /// Attention forward, f16, head dimension 128 (128-key blocks: causal problems).
     pub const ATTENTION_F16_D128: Entry<AttentionSm90> = Entry::new("attention_f16_d128_sm90");
     /// Attention forward, f16, head dimension 128 (176-key blocks: problems without a causal mask).

@@ -9,9 +9,9 @@
 //! takes it, which balances causal and variable-length tiles; the counters end each launch at
 //! zero), handing each index to the consumers through a shared-memory slot under Q's full
 //! barrier (an index past the tiles stops them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
-//! the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): 128 keys at d = 64
-//! and in causal problems at d = 128, 176 in the others at d = 128 (FlashAttention-3's
-//! non-causal block; the host picks the entry), 80 at d = 256:
+//! the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
+//! 128 keys in causal problems and 176 in the others (FlashAttention-3's non-causal d = 128
+//! block; the host picks the entry), 80 at d = 256:
 //! `S = Q·Kᵀ` by SS wgmma (`m64n128k16` / `m64n176k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
 //! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
@@ -55,7 +55,7 @@
 //! length); those keys are masked, so their P is 0.
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and the K and V rings, stages
-//! of the shape's keys × d each: 4 stages of 128 keys at d = 64 (144 KiB), 3 of 128 keys at
+//! of the shape's keys × d each: 4 stages of 128 or 176 keys at d = 64 (144 or 192 KiB), 3 of 128 keys at
 //! d = 128 (224 KiB) or 2 of 176 keys (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at
 //! d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring depth, register
 //! split per entry) is `abi::attention_sm90::SHAPES`; the entries instantiate one generic body
@@ -416,10 +416,12 @@ macro_rules! attention_entries {
 
 attention_entries! {
     attention_bf16_d64_sm90: Bf16, D64, Acc64x128F32, AFragments8, Acc64x64F32;
+    attention_bf16_d64_k176_sm90: Bf16, D64_K176, Acc64x176F32, AFragments11, Acc64x64F32;
     attention_bf16_d128_sm90: Bf16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
     attention_bf16_d128_k176_sm90: Bf16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
     attention_bf16_d256_sm90: Bf16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
     attention_f16_d64_sm90: F16, D64, Acc64x128F32, AFragments8, Acc64x64F32;
+    attention_f16_d64_k176_sm90: F16, D64_K176, Acc64x176F32, AFragments11, Acc64x64F32;
     attention_f16_d128_sm90: F16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
     attention_f16_d128_k176_sm90: F16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
     attention_f16_d256_sm90: F16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
