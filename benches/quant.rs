@@ -8,7 +8,9 @@
 //! medians reported. Bytes counted per kernel (elements e): per-token 1 × 128 and 128 × 128
 //! blocks read 2e and write e + scales; per-tensor reads 2e twice (amax, then the quantiser)
 //! and writes e; MXFP8 encode reads 2e and writes e + e/32, decode the reverse; NVFP4 encode
-//! reads 2e twice and writes e/2 + e/16, decode reads e/2 + e/16 and writes 2e.
+//! reads 2e twice and writes e/2 + e/16, decode reads e/2 + e/16 and writes 2e. The static
+//! variants (the caller's scale: the tensor's own, computed on the host) read 2e once: per-tensor
+//! writes e, NVFP4 e/2 + e/16.
 //!
 //! After the timed rounds every output is checked at 4096 random elements against
 //! `logic::quant` (the references the GPU tests use), bit for bit: each encoder's scales and
@@ -44,10 +46,12 @@ enum Kernel {
     Mxfp8Decode,
     Nvfp4Encode,
     Nvfp4Decode,
+    PerTensorStatic,
+    Nvfp4EncodeStatic,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 7] = [
+    const ALL: [Kernel; 9] = [
         Kernel::PerTokenGroup,
         Kernel::PerBlock,
         Kernel::PerTensor,
@@ -55,6 +59,8 @@ impl Kernel {
         Kernel::Mxfp8Decode,
         Kernel::Nvfp4Encode,
         Kernel::Nvfp4Decode,
+        Kernel::PerTensorStatic,
+        Kernel::Nvfp4EncodeStatic,
     ];
 
     /// Bytes read + written for `e` elements (module doc).
@@ -66,6 +72,8 @@ impl Kernel {
             Kernel::Mxfp8Encode | Kernel::Mxfp8Decode => 3.0 * e + e / 32.0,
             Kernel::Nvfp4Encode => 4.0 * e + e / 2.0 + e / 16.0,
             Kernel::Nvfp4Decode => 2.5 * e + e / 16.0,
+            Kernel::PerTensorStatic => 3.0 * e,
+            Kernel::Nvfp4EncodeStatic => 2.0 * e + e / 2.0 + e / 16.0,
         }
     }
 }
@@ -75,6 +83,8 @@ struct Buffers {
     m: usize,
     k: usize,
     host: Vec<bf16>,
+    /// The input's finite amax (the static variants' scales come from it).
+    amax: f32,
     x: CudaSlice<bf16>,
     codes: CudaSlice<u8>,
     f32_scales: CudaSlice<f32>,
@@ -94,9 +104,11 @@ impl Buffers {
             })
             .collect();
         let scales = (m.div_ceil(4) * 4) * (k / 16).max(1);
+        let amax = host.iter().map(|v| quant::finite_abs(v.to_f32())).fold(0.0f32, quant::amax_combine);
         Ok(Self {
             m,
             k,
+            amax,
             x: stream.clone_htod(&host)?,
             host,
             codes: stream.alloc_zeros(e)?,
@@ -140,6 +152,14 @@ impl Buffers {
             Kernel::Nvfp4Decode => {
                 wf.nvfp4_decode(stream, m, k, &self.codes, &self.byte_scales, &self.f32_scales, &mut self.decoded)?
             }
+            Kernel::PerTensorStatic => {
+                let scale = quant::scale_from_amax(self.amax, Minifloat::E4m3.max(), false);
+                wf.quantize_per_tensor_static(stream, Fp8Format::E4m3, &self.x, scale, &mut self.codes)?
+            }
+            Kernel::Nvfp4EncodeStatic => {
+                let global = quant::nvfp4_global_scale(self.amax);
+                wf.nvfp4_encode_static(stream, m, k, &self.x, global, &mut self.codes, &mut self.byte_scales)?
+            }
         }
         Ok(())
     }
@@ -156,7 +176,7 @@ impl Buffers {
         let x = |i: usize| self.host[i].to_f32();
         let amax =
             |range: std::ops::Range<usize>| range.map(|i| quant::finite_abs(x(i))).fold(0.0f32, quant::amax_combine);
-        let tensor_amax = amax(0..m * k);
+        let tensor_amax = self.amax;
         let fail = |what: String| -> Result<usize> { Err(format!("{kernel:?} {m}×{k}: {what}").into()) };
         let e4m3 = Minifloat::E4m3;
         for t in 0..SAMPLES {
@@ -211,6 +231,16 @@ impl Buffers {
                         format!("{global} {byte} {code:#x}"),
                     )
                 }
+                Kernel::PerTensorStatic => {
+                    let scale = quant::scale_from_amax(tensor_amax, e4m3.max(), false);
+                    (format!("{:#x}", codes[i]), format!("{:#x}", quant::quantize(e4m3, x(i), scale)))
+                }
+                Kernel::Nvfp4EncodeStatic => {
+                    let global = quant::nvfp4_global_scale(tensor_amax);
+                    let byte = quant::nvfp4_block_scale(amax(i / 16 * 16..i / 16 * 16 + 16), global, false);
+                    let code = quant::nvfp4_encode(x(i), quant::nvfp4_scale(byte, global));
+                    (format!("{} {nibble:#x}", byte_scales[i / 16]), format!("{byte} {code:#x}"))
+                }
                 Kernel::Nvfp4Decode => {
                     let scale = quant::nvfp4_scale(byte_scales[i / 16], f32_scales[0]);
                     let want = bf16::from_f32(quant::nvfp4_decode(nibble, scale));
@@ -261,7 +291,7 @@ pub fn main() -> Result<()> {
         sm_clock_mhz()
     );
     println!(
-        "{:<14} {:>6} {:>6} {:>9} {:>9} {:>9} {:>7} {:>8}",
+        "{:<18} {:>6} {:>6} {:>9} {:>9} {:>9} {:>7} {:>8}",
         "kernel", "M", "K", "µs", "GB/s", "copy GB/s", "ratio", "checked"
     );
     let mut csv = String::from("kernel,m,k,us,gbps,copy_gbps,ratio\n");
@@ -275,7 +305,7 @@ pub fn main() -> Result<()> {
             let copy_gbps = 2.0 * 2.0 * e / copy_s / 1e9;
             let ratio = gbps / copy_gbps;
             println!(
-                "{:<14} {m:>6} {k:>6} {:>9.1} {gbps:>9.0} {copy_gbps:>9.0} {ratio:>7.3} {checked:>8}",
+                "{:<18} {m:>6} {k:>6} {:>9.1} {gbps:>9.0} {copy_gbps:>9.0} {ratio:>7.3} {checked:>8}",
                 format!("{kernel:?}"),
                 ours_s * 1e6
             );

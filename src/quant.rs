@@ -18,7 +18,10 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use warpforge_abi::elements::{Bf16, F16};
-use warpforge_abi::signatures::{Amax, Mxfp8Decode, Mxfp8Encode, Nvfp4Decode, Nvfp4Encode, QuantScaled, QuantTensor};
+use warpforge_abi::signatures::{
+    Amax, Mxfp8Decode, Mxfp8Encode, Nvfp4Decode, Nvfp4Encode, Nvfp4EncodeStatic, QuantScaled, QuantTensor,
+    QuantTensorStatic,
+};
 use warpforge_abi::{Entry, entries};
 use warpforge_host::{BufferElement, Error, LaunchConfig, Result};
 use warpforge_logic::quant as q;
@@ -50,14 +53,21 @@ pub trait QuantInput: crate::sealed::Sealed + cudarc::driver::DeviceRepr + Copy 
     const TENSOR_E4M3: Entry<QuantTensor<Self::Device>>;
     /// Per-tensor e5m2.
     const TENSOR_E5M2: Entry<QuantTensor<Self::Device>>;
+    /// Per-tensor e4m3, the caller's scale.
+    const TENSOR_STATIC_E4M3: Entry<QuantTensorStatic<Self::Device>>;
+    /// Per-tensor e5m2, the caller's scale.
+    const TENSOR_STATIC_E5M2: Entry<QuantTensorStatic<Self::Device>>;
     /// MXFP8 encode.
     const MXFP8: Entry<Mxfp8Encode<Self::Device>>;
     /// NVFP4 encode.
     const NVFP4: Entry<Nvfp4Encode<Self::Device>>;
+    /// NVFP4 encode, the caller's global scale.
+    const NVFP4_STATIC: Entry<Nvfp4EncodeStatic<Self::Device>>;
 }
 
 macro_rules! quant_inputs {
-    ($($host:ty => $dev:ident: $group:ident, $block:ident, $amax:ident, $e4:ident, $e5:ident, $mx:ident, $nv:ident;)*) => {$(
+    ($($host:ty => $dev:ident: $group:ident, $block:ident, $amax:ident, $e4:ident, $e5:ident, $s4:ident, $s5:ident,
+        $mx:ident, $nv:ident, $nvs:ident;)*) => {$(
         impl QuantInput for $host {
             type Device = $dev;
             const GROUP: Entry<QuantScaled<$dev>> = entries::$group;
@@ -65,16 +75,21 @@ macro_rules! quant_inputs {
             const AMAX: Entry<Amax<$dev>> = entries::$amax;
             const TENSOR_E4M3: Entry<QuantTensor<$dev>> = entries::$e4;
             const TENSOR_E5M2: Entry<QuantTensor<$dev>> = entries::$e5;
+            const TENSOR_STATIC_E4M3: Entry<QuantTensorStatic<$dev>> = entries::$s4;
+            const TENSOR_STATIC_E5M2: Entry<QuantTensorStatic<$dev>> = entries::$s5;
             const MXFP8: Entry<Mxfp8Encode<$dev>> = entries::$mx;
             const NVFP4: Entry<Nvfp4Encode<$dev>> = entries::$nv;
+            const NVFP4_STATIC: Entry<Nvfp4EncodeStatic<$dev>> = entries::$nvs;
         }
     )*};
 }
 quant_inputs! {
     half::bf16 => Bf16: QUANT_GROUP_E4M3_BF16, QUANT_BLOCK_E4M3_BF16, AMAX_BF16, QUANT_TENSOR_E4M3_BF16,
-        QUANT_TENSOR_E5M2_BF16, MXFP8_ENCODE_BF16, NVFP4_ENCODE_BF16;
+        QUANT_TENSOR_E5M2_BF16, QUANT_TENSOR_STATIC_E4M3_BF16, QUANT_TENSOR_STATIC_E5M2_BF16, MXFP8_ENCODE_BF16,
+        NVFP4_ENCODE_BF16, NVFP4_ENCODE_STATIC_BF16;
     half::f16 => F16: QUANT_GROUP_E4M3_F16, QUANT_BLOCK_E4M3_F16, AMAX_F16, QUANT_TENSOR_E4M3_F16,
-        QUANT_TENSOR_E5M2_F16, MXFP8_ENCODE_F16, NVFP4_ENCODE_F16;
+        QUANT_TENSOR_E5M2_F16, QUANT_TENSOR_STATIC_E4M3_F16, QUANT_TENSOR_STATIC_E5M2_F16, MXFP8_ENCODE_F16,
+        NVFP4_ENCODE_F16, NVFP4_ENCODE_STATIC_F16;
 }
 
 /// What the decoders write: `bf16` (the f32 value rounded once) or `f32` (exact). Sealed.
@@ -192,6 +207,16 @@ impl QuantScheme {
         let codes = if self == QuantScheme::Nvfp4 { elements / 2 } else { elements };
         Ok(QuantExtents { elements, codes, scales })
     }
+}
+
+/// `InvalidArgument` naming the value when a caller's static scale is outside what the kernel
+/// takes (`ok`, from `logic::quant`'s rule for that scale).
+fn check_static_scale(op: &str, name: &str, value: f32, ok: bool) -> Result<()> {
+    if ok {
+        return Ok(());
+    }
+    let range = if name == "global_scale" { "a positive normal f32 below 2^117" } else { "a positive normal f32" };
+    Err(Error::InvalidArgument(format!("{op}: {name} is {value:e}; it must be {range}")))
 }
 
 /// A buffer's role, length and address for the checks.
@@ -339,6 +364,37 @@ impl Warpforge {
         unsafe { kernel.launch(stream, &config, (e.elements as u64, x, &amax, codes, scale), []) }
     }
 
+    /// Per-tensor FP8 quantisation of `x` (any length ≥ 1) with the caller's `scale` (static
+    /// scaling, e.g. a calibrated activation scale): `codes[i] = format(x[i] · (1 / scale))`,
+    /// one pass over `x` and no amax. Elements past `max(format) · scale` saturate. `scale` must
+    /// be a positive normal f32 (`InvalidArgument` otherwise: zero, negative, subnormal, ∞ or
+    /// NaN).
+    pub fn quantize_per_tensor_static<T: QuantInput>(
+        &self,
+        stream: &Arc<CudaStream>,
+        format: Fp8Format,
+        x: &impl DevicePtr<T>,
+        scale: f32,
+        codes: &mut impl DevicePtrMut<u8>,
+    ) -> Result<()> {
+        self.module().check_context(stream, &[x.stream(), codes.stream()])?;
+        check_static_scale("quantize_per_tensor_static", "scale", scale, q::static_scale_ok(scale))?;
+        let e = QuantScheme::PerTensor.extents(1, x.len())?;
+        check_buffers(
+            "quantize_per_tensor_static",
+            &[
+                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
+                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
+            ],
+        )?;
+        let entry = if format == Fp8Format::E4m3 { T::TENSOR_STATIC_E4M3 } else { T::TENSOR_STATIC_E5M2 };
+        let kernel = self.entry(entry)?;
+        let config = self.quant_grid(e.elements.div_ceil(VEC));
+        // SAFETY: x holds n elements (16-byte aligned), codes n bytes (16-byte aligned) and is
+        // borrowed mutably; scale is a positive normal f32 (checked above).
+        unsafe { kernel.launch(stream, &config, (e.elements as u64, x, scale, codes), []) }
+    }
+
     /// A fresh zeroed word with the amax of `x[..n]` folded in by `amax_*`.
     fn launch_amax<T: QuantInput>(
         &self,
@@ -449,6 +505,42 @@ impl Warpforge {
         // call's word, written by the launch before on this stream; the outputs are borrowed
         // mutably.
         unsafe { kernel.launch(stream, &config, (e.elements as u64, x, &amax, codes, scales, global_scale), []) }
+    }
+
+    /// NVFP4 encode of the `m × k` row-major `x` (`k % 16 == 0`) under the caller's
+    /// `global_scale` (static scaling): as [`Warpforge::nvfp4_encode`] with `global_scale` in
+    /// place of `amax / (448 · 6)`, one pass over `x` and no amax. A block whose amax exceeds
+    /// `6 · 448 · global_scale` gets the scale byte for 448 and its elements saturate to ±6.
+    /// `global_scale` must be a positive normal f32 below 2^117 (`InvalidArgument`
+    /// otherwise); decode with the same value.
+    #[allow(clippy::too_many_arguments)]
+    pub fn nvfp4_encode_static<T: QuantInput>(
+        &self,
+        stream: &Arc<CudaStream>,
+        m: usize,
+        k: usize,
+        x: &impl DevicePtr<T>,
+        global_scale: f32,
+        codes: &mut impl DevicePtrMut<u8>,
+        scales: &mut impl DevicePtrMut<u8>,
+    ) -> Result<()> {
+        self.module().check_context(stream, &[x.stream(), codes.stream(), scales.stream()])?;
+        let ok = q::nvfp4_static_global_scale_ok(global_scale);
+        check_static_scale("nvfp4_encode_static", "global_scale", global_scale, ok)?;
+        let e = QuantScheme::Nvfp4.extents(m, k)?;
+        check_buffers(
+            "nvfp4_encode_static",
+            &[
+                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
+                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
+                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
+            ],
+        )?;
+        let kernel = self.entry(T::NVFP4_STATIC)?;
+        let config = self.quant_grid(e.elements / VEC);
+        // SAFETY: extents and buffers checked above (16-byte aligned x and codes); the outputs
+        // are borrowed mutably; global_scale is in the divisor's range (checked above).
+        unsafe { kernel.launch(stream, &config, (e.elements as u64, x, global_scale, codes, scales), []) }
     }
 
     /// NVFP4 decode: `out[i] = e2m1(code i) · (e4m3(scales[i/16]) · global_scale[0])` over an

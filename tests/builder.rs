@@ -252,12 +252,18 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::QUANT_TENSOR_E4M3_F16);
     check(d, entries::QUANT_TENSOR_E5M2_BF16);
     check(d, entries::QUANT_TENSOR_E5M2_F16);
+    check(d, entries::QUANT_TENSOR_STATIC_E4M3_BF16);
+    check(d, entries::QUANT_TENSOR_STATIC_E4M3_F16);
+    check(d, entries::QUANT_TENSOR_STATIC_E5M2_BF16);
+    check(d, entries::QUANT_TENSOR_STATIC_E5M2_F16);
     check(d, entries::MXFP8_ENCODE_BF16);
     check(d, entries::MXFP8_ENCODE_F16);
     check(d, entries::MXFP8_DECODE_BF16);
     check(d, entries::MXFP8_DECODE_F32);
     check(d, entries::NVFP4_ENCODE_BF16);
     check(d, entries::NVFP4_ENCODE_F16);
+    check(d, entries::NVFP4_ENCODE_STATIC_BF16);
+    check(d, entries::NVFP4_ENCODE_STATIC_F16);
     check(d, entries::NVFP4_DECODE_BF16);
     check(d, entries::NVFP4_DECODE_F32);
     check(d, entries::GEMM_FP8_BLOCKSCALED_BF16);
@@ -286,7 +292,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     }
     assert_eq!(
         declared.len(),
-        83,
+        89,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

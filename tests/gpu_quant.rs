@@ -147,6 +147,20 @@ fn run_tensor<T: Input>(format: Fp8Format, n: usize, seed: u64) -> Result<(), Te
     check_codes(&format!("per-tensor {format:?} n = {n}"), mf, &download(&codes), &want)
 }
 
+/// Per-tensor quantisation with the caller's scale: the tensor's own scale times `headroom`
+/// (below 1, the largest elements saturate), codes bit-exact against the reference.
+fn run_tensor_static<T: Input>(format: Fp8Format, n: usize, headroom: f32, seed: u64) -> Result<(), TestCaseError> {
+    let (dev, wf) = gpu();
+    let stream = dev.stream();
+    let (x, seen) = upload::<T>(&inputs(seed, n, usize::MAX / q::GROUP, seed.is_multiple_of(3)));
+    let mf = if format == Fp8Format::E4m3 { Minifloat::E4m3 } else { Minifloat::E5m2 };
+    let s = q::scale_from_amax(amax(&seen), mf.max(), false) * headroom;
+    let mut codes = poisoned(n, POISON);
+    wf.quantize_per_tensor_static(stream, format, &x, s, &mut codes).unwrap();
+    let want: Vec<u8> = seen.iter().map(|&v| q::quantize(mf, v, s)).collect();
+    check_codes(&format!("per-tensor static {format:?} n = {n} scale {s:e}"), mf, &download(&codes), &want)
+}
+
 fn run_mxfp8<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64) -> Result<(), TestCaseError> {
     let (dev, wf) = gpu();
     let stream = dev.stream();
@@ -183,17 +197,42 @@ fn run_nvfp4<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64
         (poisoned(e.codes, POISON), poisoned(e.scales, POISON), poisoned(1, f32::NAN));
     wf.nvfp4_encode(stream, m, k, &x, &mut codes, &mut scales, &mut global).unwrap();
     let g = q::nvfp4_global_scale(amax(&seen));
-    let want_scales: Vec<u8> =
-        seen.chunks(q::NVFP4_BLOCK).map(|b| q::nvfp4_block_scale(amax(b), g, b.iter().any(|v| v.is_nan()))).collect();
-    let nibble = |i: usize| q::nvfp4_encode(seen[i], q::nvfp4_scale(want_scales[i / q::NVFP4_BLOCK], g));
-    let want: Vec<u8> = (0..e.codes).map(|b| nibble(2 * b) | nibble(2 * b + 1) << 4).collect();
     check_f32s("NVFP4 global scale", &download(&global), &[g])?;
-    prop_assert_eq!(download(&scales), want_scales.clone(), "NVFP4 scales {}×{}", m, k);
-    prop_assert_eq!(download(&codes), want.clone(), "NVFP4 codes {}×{}", m, k);
+    check_nvfp4::<O>(m, k, &seen, g, &codes, &scales, &global)
+}
+
+/// The reference NVFP4 encoding of `seen` under the global scale `g`: scale bytes and codes.
+fn reference_nvfp4(seen: &[f32], g: f32) -> (Vec<u8>, Vec<u8>) {
+    let scales: Vec<u8> =
+        seen.chunks(q::NVFP4_BLOCK).map(|b| q::nvfp4_block_scale(amax(b), g, b.iter().any(|v| v.is_nan()))).collect();
+    let nibble = |i: usize| q::nvfp4_encode(seen[i], q::nvfp4_scale(scales[i / q::NVFP4_BLOCK], g));
+    let codes = (0..seen.len() / 2).map(|b| nibble(2 * b) | nibble(2 * b + 1) << 4).collect();
+    (scales, codes)
+}
+
+/// An NVFP4 encoding of `seen` (`m × k`) under `g` (also in `global` on the device): scales and
+/// codes bit-exact against the reference, then decoded to `O` bit-exact against the reference
+/// decode and within a quarter of each block's amax of the input (saturated blocks and ±∞ at
+/// ±6 · scale).
+fn check_nvfp4<O: DequantOutput + Element>(
+    m: usize,
+    k: usize,
+    seen: &[f32],
+    g: f32,
+    codes: &CudaSlice<u8>,
+    scales: &CudaSlice<u8>,
+    global: &CudaSlice<f32>,
+) -> Result<(), TestCaseError> {
+    let (dev, wf) = gpu();
+    let stream = dev.stream();
+    let e = QuantScheme::Nvfp4.extents(m, k).unwrap();
+    let (want_scales, want) = reference_nvfp4(seen, g);
+    prop_assert_eq!(download(scales), want_scales.clone(), "NVFP4 scales {}×{}", m, k);
+    prop_assert_eq!(download(codes), want.clone(), "NVFP4 codes {}×{}", m, k);
     let mut out = poisoned::<O>(e.elements, O::NAN);
-    wf.nvfp4_decode(stream, m, k, &codes, &scales, &global, &mut out).unwrap();
+    wf.nvfp4_decode(stream, m, k, codes, scales, global, &mut out).unwrap();
     let decoded: Vec<f64> = download(&out).iter().map(|v| v.f64()).collect();
-    for (i, (&d, &x)) in decoded.iter().zip(&seen).enumerate() {
+    for (i, (&d, &x)) in decoded.iter().zip(seen).enumerate() {
         let scale = q::nvfp4_scale(want_scales[i / q::NVFP4_BLOCK], g);
         let reference = O::of(q::nvfp4_decode(want[i / 2] >> (4 * (i % 2)), scale)).f64();
         prop_assert!(d.to_bits() == reference.to_bits() || (d.is_nan() && reference.is_nan()), "NVFP4 decode {i}");
@@ -201,13 +240,36 @@ fn run_nvfp4<T: Input, O: DequantOutput + Element>(m: usize, k: usize, seed: u64
         if block.iter().any(|v| v.is_nan()) {
             prop_assert!(d.is_nan(), "NVFP4 {i}: a NaN block decodes to NaN");
         } else if x.is_finite() {
-            let bound = amax(block) as f64 * 0.25 + g as f64 * 6.0 * 2f64.powi(-9);
+            // Past the scale's range (a caller's global scale below the tensor's) the element
+            // saturates to ±6 · scale: the bound grows by what saturation cuts off.
+            let saturated = x.abs() as f64 - 6.0 * scale as f64;
+            let bound = (amax(block) as f64 * 0.25 + g as f64 * 6.0 * 2f64.powi(-9)).max(saturated);
             prop_assert!((d - x as f64).abs() <= bound + 2.0 * O::EPS * x.abs() as f64, "NVFP4 {i}: {x} → {d}");
         } else {
             prop_assert_eq!(d.abs(), O::of(6.0 * scale).f64(), "NVFP4 {}: ±∞ saturates to ±6 · scale", i);
         }
     }
     Ok(())
+}
+
+/// NVFP4 encode under the caller's global scale: the tensor's own times `headroom` (below 1,
+/// blocks above the range get the scale byte 448 and saturate), then the checks of
+/// `check_nvfp4` with that global scale uploaded for the decoder.
+fn run_nvfp4_static<T: Input, O: DequantOutput + Element>(
+    m: usize,
+    k: usize,
+    headroom: f32,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let (dev, wf) = gpu();
+    let stream = dev.stream();
+    let (x, seen) = upload::<T>(&inputs(seed, m * k, (seed % 7) as usize, seed.is_multiple_of(3)));
+    let e = QuantScheme::Nvfp4.extents(m, k).unwrap();
+    let g = q::nvfp4_global_scale(amax(&seen)) * headroom;
+    let (mut codes, mut scales) = (poisoned(e.codes, POISON), poisoned(e.scales, POISON));
+    wf.nvfp4_encode_static(stream, m, k, &x, g, &mut codes, &mut scales).unwrap();
+    let global = stream.clone_htod(&[g]).unwrap();
+    check_nvfp4::<O>(m, k, &seen, g, &codes, &scales, &global)
 }
 
 fn k_group() -> impl Strategy<Value = usize> {
@@ -240,6 +302,13 @@ proptest! {
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
+    fn per_tensor_static_matches_the_reference(n in 1usize..20_000, headroom in 0.05f32..4.0, seed in any::<u64>()) {
+        run_tensor_static::<f16>(Fp8Format::E4m3, n, headroom, seed)?;
+        run_tensor_static::<bf16>(Fp8Format::E5m2, n, headroom, seed)?;
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
     fn mxfp8_round_trips(m in 1usize..40, k32 in 1usize..40, seed in any::<u64>()) {
         run_mxfp8::<bf16, f32>(m, 32 * k32, seed)?;
         run_mxfp8::<f16, bf16>(m, 32 * k32, seed)?;
@@ -250,6 +319,13 @@ proptest! {
     fn nvfp4_round_trips(m in 1usize..40, k16 in 1usize..60, seed in any::<u64>()) {
         run_nvfp4::<bf16, f32>(m, 16 * k16, seed)?;
         run_nvfp4::<f16, bf16>(m, 16 * k16, seed)?;
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn nvfp4_static_round_trips(m in 1usize..40, k16 in 1usize..60, headroom in 0.05f32..4.0, seed in any::<u64>()) {
+        run_nvfp4_static::<bf16, bf16>(m, 16 * k16, headroom, seed)?;
+        run_nvfp4_static::<f16, f32>(m, 16 * k16, headroom, seed)?;
     }
 }
 
@@ -300,6 +376,14 @@ fn bad_arguments_are_refused() {
     let empty: CudaSlice<bf16> = stream.alloc_zeros(1).unwrap();
     let empty = empty.slice(0..0);
     assert!(invalid(wf.quantize_per_tensor(stream, Fp8Format::E4m3, &empty, &mut codes, &mut global)), "n = 0");
+    for bad in [0.0, -1.0, f32::MIN_POSITIVE / 4.0, f32::INFINITY, f32::NAN] {
+        assert!(invalid(wf.quantize_per_tensor_static(stream, Fp8Format::E4m3, &x, bad, &mut codes)), "scale {bad}");
+        let mut scale_bytes = poisoned(64, 0u8);
+        assert!(invalid(wf.nvfp4_encode_static(stream, 4, 256, &x, bad, &mut codes, &mut scale_bytes)), "global {bad}");
+    }
+    let mut scale_bytes = poisoned(64, 0u8);
+    assert!(invalid(wf.nvfp4_encode_static(stream, 4, 256, &x, 1e36, &mut codes, &mut scale_bytes)), "global ≥ 2^117");
+    assert!(invalid(wf.nvfp4_encode_static(stream, 4, 24, &x, 1.0, &mut codes, &mut scale_bytes)), "static K % 16");
     let mut out: CudaSlice<f32> = poisoned(10, 0.0);
     assert!(invalid(wf.mxfp8_decode(stream, 4, 256, &codes, &poisoned(32, 0u8), &mut out)), "short out");
     // The good call still runs after the refusals.

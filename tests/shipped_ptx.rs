@@ -127,7 +127,7 @@ fn nvfp4_entries_convert_e2m1_in_hardware_only_on_sm100a() {
             }
             checked += 1;
         }
-        assert_eq!(checked, 4, "{arch:?}: expected nvfp4_{{encode,decode}}_{{two types}}");
+        assert_eq!(checked, 6, "{arch:?}: expected nvfp4_{{encode,encode_static,decode}}_{{two types}}");
     }
 }
 

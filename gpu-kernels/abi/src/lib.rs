@@ -525,12 +525,17 @@ pub mod signatures {
     pub type Amax<E> = (u64, In<E>, Out<u32>);
     /// `quant_tensor_*(n, x, amax, codes, scale)`.
     pub type QuantTensor<E> = (u64, In<E>, In<u32>, Out<u8>, Out<f32>);
+    /// `quant_tensor_static_*(n, x, scale, codes)`: the caller's scale, one pass.
+    pub type QuantTensorStatic<E> = (u64, In<E>, f32, Out<u8>);
     /// `mxfp8_encode_*(n, x, codes, scales)`.
     pub type Mxfp8Encode<E> = (u64, In<E>, Out<u8>, Out<u8>);
     /// `mxfp8_decode_*(n, codes, scales, out)` to output elements `O`.
     pub type Mxfp8Decode<O> = (u64, In<u8>, In<u8>, Out<O>);
     /// `nvfp4_encode_*(n, x, amax, codes, scales, global_scale)`.
     pub type Nvfp4Encode<E> = (u64, In<E>, In<u32>, Out<u8>, Out<u8>, Out<f32>);
+    /// `nvfp4_encode_static_*(n, x, global_scale, codes, scales)`: the caller's global scale, one
+    /// pass.
+    pub type Nvfp4EncodeStatic<E> = (u64, In<E>, f32, Out<u8>, Out<u8>);
     /// `nvfp4_decode_*(n, codes, scales, global_scale, out)` to output elements `O`.
     pub type Nvfp4Decode<O> = (u64, In<u8>, In<u8>, In<f32>, Out<O>);
     /// The grouped 16-bit GEMMs (`gemm_grouped_*_sm90`): the GEMM body's parameters and the
@@ -694,6 +699,16 @@ pub mod entries {
     pub const QUANT_TENSOR_E5M2_BF16: Entry<QuantTensor<Bf16>> = Entry::new("quant_tensor_e5m2_bf16");
     /// Per-tensor e5m2 quantisation of f16.
     pub const QUANT_TENSOR_E5M2_F16: Entry<QuantTensor<F16>> = Entry::new("quant_tensor_e5m2_f16");
+    /// Per-tensor e4m3 quantisation of bf16 with the caller's scale.
+    pub const QUANT_TENSOR_STATIC_E4M3_BF16: Entry<QuantTensorStatic<Bf16>> =
+        Entry::new("quant_tensor_static_e4m3_bf16");
+    /// Per-tensor e4m3 quantisation of f16 with the caller's scale.
+    pub const QUANT_TENSOR_STATIC_E4M3_F16: Entry<QuantTensorStatic<F16>> = Entry::new("quant_tensor_static_e4m3_f16");
+    /// Per-tensor e5m2 quantisation of bf16 with the caller's scale.
+    pub const QUANT_TENSOR_STATIC_E5M2_BF16: Entry<QuantTensorStatic<Bf16>> =
+        Entry::new("quant_tensor_static_e5m2_bf16");
+    /// Per-tensor e5m2 quantisation of f16 with the caller's scale.
+    pub const QUANT_TENSOR_STATIC_E5M2_F16: Entry<QuantTensorStatic<F16>> = Entry::new("quant_tensor_static_e5m2_f16");
     /// MXFP8 encode (blocks of 32, UE8M0 scales), bf16 input.
     pub const MXFP8_ENCODE_BF16: Entry<Mxfp8Encode<Bf16>> = Entry::new("mxfp8_encode_bf16");
     /// MXFP8 encode, f16 input.
@@ -706,6 +721,10 @@ pub mod entries {
     pub const NVFP4_ENCODE_BF16: Entry<Nvfp4Encode<Bf16>> = Entry::new("nvfp4_encode_bf16");
     /// NVFP4 encode, f16 input.
     pub const NVFP4_ENCODE_F16: Entry<Nvfp4Encode<F16>> = Entry::new("nvfp4_encode_f16");
+    /// NVFP4 encode, bf16 input, the caller's global scale.
+    pub const NVFP4_ENCODE_STATIC_BF16: Entry<Nvfp4EncodeStatic<Bf16>> = Entry::new("nvfp4_encode_static_bf16");
+    /// NVFP4 encode, f16 input, the caller's global scale.
+    pub const NVFP4_ENCODE_STATIC_F16: Entry<Nvfp4EncodeStatic<F16>> = Entry::new("nvfp4_encode_static_f16");
     /// NVFP4 decode to bf16.
     pub const NVFP4_DECODE_BF16: Entry<Nvfp4Decode<Bf16>> = Entry::new("nvfp4_decode_bf16");
     /// NVFP4 decode to f32.

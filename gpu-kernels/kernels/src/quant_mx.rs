@@ -243,13 +243,12 @@ fn nvfp4_block_scale(block_amax: f32, divisor: q::Nvfp4Divisor, has_nan: bool) -
 }
 
 /// NVFP4 encode of `n` elements (`n % 16 == 0`) under the tensor amax `*amax` (f32 bits, from
-/// `amax_*`): e2m1 pairs to `out` (`n / 2` bytes), e4m3 block scales to `scales` (`n / 16`),
-/// the global scale to `*global_out` (thread 0).
+/// `amax_*`): the global scale `nvfp4_global_scale(amax)` to `*global_out` (thread 0), then
+/// `nvfp4_encode_under` that scale.
 ///
 /// # Safety
-/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `amax`
-/// one word written before the launch; `out` (4-byte aligned) `n / 2` bytes; `scales` `n / 16` bytes; `global_out` one
-/// f32; disjoint.
+/// As `nvfp4_encode_under`, and `amax` one word written before the launch, `global_out` one
+/// f32, disjoint from the outputs.
 #[inline(always)]
 unsafe fn nvfp4_encode<T: Input16>(
     n: u64,
@@ -261,11 +260,26 @@ unsafe fn nvfp4_encode<T: Input16>(
 ) {
     // SAFETY: one readable word, not written during the launch.
     let global = q::nvfp4_global_scale(f32::from_bits(unsafe { amax.read() }));
-    let divisor = q::Nvfp4Divisor::new(global);
     if global_x() == 0 {
         // SAFETY: one writable f32, this thread's only.
         unsafe { global_out.write(global) };
     }
+    // SAFETY: the contract above; `nvfp4_global_scale` is a positive normal f32 below 2^117.
+    unsafe { nvfp4_encode_under(n, x, global, out, scales) }
+}
+
+/// NVFP4 encode of `n` elements (`n % 16 == 0`) under the global scale `global`: e2m1 pairs to
+/// `out` (`n / 2` bytes), e4m3 block scales `e4m3(block_amax / 6 / global)` to `scales` (`n /
+/// 16`); a block whose amax exceeds `6 · 448 · global` (possible only with a caller's global
+/// scale) gets the scale byte 448 and its elements past `±6` saturate.
+///
+/// # Safety
+/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `out`
+/// (4-byte aligned) `n / 2` bytes; `scales` `n / 16` bytes; disjoint; `global` a positive
+/// normal f32 below 2^117 (`Nvfp4Divisor::new`).
+#[inline(always)]
+unsafe fn nvfp4_encode_under<T: Input16>(n: u64, x: *const T, global: f32, out: *mut u8, scales: *mut u8) {
+    let divisor = q::Nvfp4Divisor::new(global);
     // SAFETY: the contract above (n / 8 < 2^31, and even as n % 16 == 0).
     unsafe {
         // Forward: bound by its per-element instructions, the encoder gained nothing from
@@ -319,6 +333,28 @@ pub unsafe fn nvfp4_encode_f16(
 ) {
     // SAFETY: the launch contract above.
     unsafe { nvfp4_encode(n, x, amax, out, scales, global) }
+}
+
+/// NVFP4 encode, bf16 input, under the caller's global scale (static scaling: one pass, no
+/// amax).
+///
+/// # Safety
+/// As `nvfp4_encode_under`: `x` n bf16 (16-byte aligned, `n % 16 == 0`), `out` n/2 bytes
+/// (4-byte aligned), `scales` n/16 bytes, disjoint; `global` positive, normal, below 2^117.
+#[kernel(max_threads = 1024)]
+pub unsafe fn nvfp4_encode_static_bf16(n: u64, x: *const Bf16, global: f32, out: *mut u8, scales: *mut u8) {
+    // SAFETY: the launch contract above.
+    unsafe { nvfp4_encode_under(n, x, global, out, scales) }
+}
+
+/// As [`nvfp4_encode_static_bf16`], with f16 input.
+///
+/// # Safety
+/// As [`nvfp4_encode_static_bf16`].
+#[kernel(max_threads = 1024)]
+pub unsafe fn nvfp4_encode_static_f16(n: u64, x: *const F16, global: f32, out: *mut u8, scales: *mut u8) {
+    // SAFETY: the launch contract above.
+    unsafe { nvfp4_encode_under(n, x, global, out, scales) }
 }
 
 /// NVFP4 decode: `out[i] = e2m1(q[i]) · (e4m3(scales[i/16]) · *global)`.

@@ -8,7 +8,8 @@
 //! (`logic::quant::finite_abs`). Both kernels are grid-stride loops over 16-byte vectors of
 //! eight inputs with a scalar tail for `n % 8`, the quantiser walking backward so that its
 //! first reads hit what the amax pass left in L2; NVFP4's encoder (`quant_mx`) reuses `amax_*`
-//! the same way.
+//! the same way. With a scale the caller already has (static scaling, e.g. calibrated
+//! activation scales), `quant_tensor_static_*` is the quantiser alone: one pass.
 
 use warpforge_dsl::atomic::AtomicCell;
 use warpforge_dsl::global::{self, ReadOnlyNoL1};
@@ -87,9 +88,22 @@ unsafe fn quant_tensor<T: Input16, F: Fp8>(n: u64, x: *const T, amax: *const u32
         // SAFETY: one writable f32, written by this thread only.
         unsafe { scale_out.write(scale) };
     }
+    // SAFETY: the contract above.
+    unsafe { quant_tensor_under::<T, F>(n, x, scale, out) }
+}
+
+/// `out[i] = F(x[i] · (1 / scale))` for every `i < n`.
+///
+/// # Safety
+/// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `out`
+/// (8-byte aligned) `n` bytes, disjoint from `x`; `scale` a positive normal f32 (so `1 /
+/// scale` is finite).
+#[inline(always)]
+unsafe fn quant_tensor_under<T: Input16, F: Fp8>(n: u64, x: *const T, scale: f32, out: *mut u8) {
     let n_vec = (n / VEC as u64) as u32;
     // Backward (vector n_vec − 1 − i): `amax_*` has just read x forward, so the first vectors
-    // read here are the ones still in L2.
+    // read here are the ones still in L2 (with a caller's scale there is no amax pass, and
+    // the direction does not matter).
     let mut i = global_x() as u32;
     while i < n_vec {
         let v = n_vec - 1 - i;
@@ -124,6 +138,29 @@ macro_rules! quant_tensor_entries {
             unsafe { quant_tensor::<$t, $f>(n, x, amax, out, scale) }
         }
     )*};
+}
+
+macro_rules! quant_tensor_static_entries {
+    ($($name:ident: $t:ident -> $f:ident;)*) => {$(
+        #[doc = concat!("Per-tensor ", stringify!($f), " quantisation of ", stringify!($t),
+            " with the caller's scale (static scaling: one pass, no amax).")]
+        ///
+        /// # Safety
+        /// As `quant_tensor_under`: `x` n elements (16-byte aligned), `out` n bytes (8-byte
+        /// aligned), disjoint; `scale` a positive normal f32.
+        #[kernel(max_threads = 1024)]
+        pub unsafe fn $name(n: u64, x: *const $t, scale: f32, out: *mut u8) {
+            // SAFETY: the launch contract above.
+            unsafe { quant_tensor_under::<$t, $f>(n, x, scale, out) }
+        }
+    )*};
+}
+
+quant_tensor_static_entries! {
+    quant_tensor_static_e4m3_bf16: Bf16 -> E4m3;
+    quant_tensor_static_e4m3_f16: F16 -> E4m3;
+    quant_tensor_static_e5m2_bf16: Bf16 -> E5m2;
+    quant_tensor_static_e5m2_f16: F16 -> E5m2;
 }
 
 quant_tensor_entries! {

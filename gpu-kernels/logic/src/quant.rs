@@ -330,6 +330,21 @@ pub fn nvfp4_global_scale(amax: f32) -> f32 {
     scale_from_amax(amax, NVFP4_RANGE, false)
 }
 
+/// Whether `global` can be a caller's NVFP4 global scale (static scaling): a positive normal
+/// f32 below 2^117, the range [`Nvfp4Divisor::new`] takes and every [`nvfp4_global_scale`]
+/// result lies in.
+#[inline(always)]
+pub fn nvfp4_static_global_scale_ok(global: f32) -> bool {
+    global.is_normal() && global > 0.0 && global < exp2i(117)
+}
+
+/// Whether `scale` can be a caller's per-tensor FP8 scale (static scaling): a positive normal
+/// f32, so that `1 / scale` is finite and [`quantize`] never multiplies by ∞.
+#[inline(always)]
+pub fn static_scale_ok(scale: f32) -> bool {
+    scale.is_normal() && scale > 0.0
+}
+
 /// The e4m3 scale byte of an NVFP4 block with amax `block_amax` (finite magnitudes) under
 /// `global`: `e4m3((block_amax / 6) / global)` ([`nvfp4_block_scale_value`] rounded); the NaN
 /// byte `0x7F` when `has_nan` (e2m1 has no NaN, so a block holding one decodes to NaN as a

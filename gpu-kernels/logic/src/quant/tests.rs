@@ -365,6 +365,51 @@ fn fast_block_scale_matches_the_divisions_on_sampled_pairs() {
     }
 }
 
+/// The fast block scale under global scales a caller chose (static scaling): four million
+/// seeded pairs of a random f32 global scale across the whole accepted range
+/// ([`nvfp4_static_global_scale_ok`]) and a 16-bit block amax, either format, blocks far
+/// above the global's `6 · 448` range among them.
+#[test]
+fn fast_block_scale_matches_the_divisions_under_any_accepted_global_scale() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for (nonfinite, widen) in HALF_FORMATS {
+        let values = non_negative_finite(nonfinite, widen);
+        let mut checked = 0;
+        while checked < 2_000_000 {
+            let r = next();
+            let global = f32::from_bits((r >> 32) as u32 & 0x7fff_ffff);
+            if !nvfp4_static_global_scale_ok(global) {
+                continue;
+            }
+            check_block_scale(values[r as usize % values.len()], global, Nvfp4Divisor::new(global));
+            checked += 1;
+        }
+    }
+}
+
+/// The accepted static global scales: positive normal f32 below 2^117, nothing else.
+#[test]
+fn static_global_scales_outside_the_divisor_range_are_refused() {
+    for ok in [f32::MIN_POSITIVE, 1e-30, 1.0, 1.0 / 2688.0, 1e35, exp2i(117).next_down()] {
+        assert!(nvfp4_static_global_scale_ok(ok), "{ok:e}");
+    }
+    for bad in [0.0, -0.0, -1.0, f32::MIN_POSITIVE / 2.0, exp2i(117), f32::MAX, f32::INFINITY, f32::NAN] {
+        assert!(!nvfp4_static_global_scale_ok(bad), "{bad:e}");
+    }
+    for ok in [f32::MIN_POSITIVE, 1.0, f32::MAX] {
+        assert!(static_scale_ok(ok), "{ok:e}");
+    }
+    for bad in [0.0, -2.0, f32::MIN_POSITIVE / 2.0, f32::INFINITY, f32::NAN] {
+        assert!(!static_scale_ok(bad), "{bad:e}");
+    }
+}
+
 /// The fast block scale on every pair of non-negative finite block amax and tensor amax of
 /// bf16 and of f16 (2 · 2^30 pairs: run once with `cargo test --release -- --ignored`).
 #[test]
