@@ -227,6 +227,13 @@ struct Buffer {
     addr: Option<u64>,
 }
 
+impl Buffer {
+    /// A buffer with no alignment rule (scales).
+    fn unaligned(name: &'static str, len: usize, need: usize) -> Self {
+        Buffer { name, len, need, addr: None }
+    }
+}
+
 /// Checks lengths and (where given) 16-byte alignment.
 fn check_buffers(op: &str, buffers: &[Buffer]) -> Result<()> {
     for b in buffers {
@@ -238,6 +245,24 @@ fn check_buffers(op: &str, buffers: &[Buffer]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// An encoder's checks: its input `x` (the extents' elements) and `codes` (their code bytes),
+/// both 16-byte aligned, then the `scales` and other outputs in `rest`.
+fn check_encoder_buffers<T>(
+    op: &str,
+    stream: &CudaStream,
+    e: &QuantExtents,
+    x: &impl DevicePtr<T>,
+    codes: &mut impl DevicePtrMut<u8>,
+    rest: &[Buffer],
+) -> Result<()> {
+    let inputs = [
+        Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
+        Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
+    ];
+    check_buffers(op, &inputs)?;
+    check_buffers(op, rest)
 }
 
 fn address<T>(buffer: &impl DevicePtr<T>, stream: &CudaStream) -> Option<u64> {
@@ -310,13 +335,13 @@ impl Warpforge {
     ) -> Result<()> {
         self.module().check_context(stream, &[x.stream(), codes.stream(), scales.stream()])?;
         let e = scheme.extents(rows, cols)?;
-        check_buffers(
+        check_encoder_buffers(
             &format!("{scheme:?}"),
-            &[
-                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
-                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
-                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
-            ],
+            stream,
+            &e,
+            x,
+            codes,
+            &[Buffer::unaligned("scales", scales.len(), e.scales)],
         )?;
         let kernel = self.entry(entry)?;
         let config = if scheme == QuantScheme::PerBlock {
@@ -346,13 +371,13 @@ impl Warpforge {
     ) -> Result<()> {
         self.module().check_context(stream, &[x.stream(), codes.stream(), scale.stream()])?;
         let e = QuantScheme::PerTensor.extents(1, x.len())?;
-        check_buffers(
+        check_encoder_buffers(
             "quantize_per_tensor",
-            &[
-                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
-                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
-                Buffer { name: "scale", len: scale.len(), need: 1, addr: None },
-            ],
+            stream,
+            &e,
+            x,
+            codes,
+            &[Buffer::unaligned("scale", scale.len(), 1)],
         )?;
         let amax = self.launch_amax::<T>(stream, x, e.elements)?;
         let entry = if format == Fp8Format::E4m3 { T::TENSOR_E4M3 } else { T::TENSOR_E5M2 };
@@ -380,13 +405,7 @@ impl Warpforge {
         self.module().check_context(stream, &[x.stream(), codes.stream()])?;
         check_static_scale("quantize_per_tensor_static", "scale", scale, q::static_scale_ok(scale))?;
         let e = QuantScheme::PerTensor.extents(1, x.len())?;
-        check_buffers(
-            "quantize_per_tensor_static",
-            &[
-                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
-                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
-            ],
-        )?;
+        check_encoder_buffers("quantize_per_tensor_static", stream, &e, x, codes, &[])?;
         let entry = if format == Fp8Format::E4m3 { T::TENSOR_STATIC_E4M3 } else { T::TENSOR_STATIC_E5M2 };
         let kernel = self.entry(entry)?;
         let config = self.quant_grid(e.elements.div_ceil(VEC));
@@ -426,13 +445,13 @@ impl Warpforge {
     ) -> Result<()> {
         self.module().check_context(stream, &[x.stream(), codes.stream(), scales.stream()])?;
         let e = QuantScheme::Mxfp8.extents(m, k)?;
-        check_buffers(
+        check_encoder_buffers(
             "mxfp8_encode",
-            &[
-                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
-                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
-                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
-            ],
+            stream,
+            &e,
+            x,
+            codes,
+            &[Buffer::unaligned("scales", scales.len(), e.scales)],
         )?;
         let kernel = self.entry(T::MXFP8)?;
         let config = self.quant_grid(e.elements / VEC);
@@ -458,7 +477,7 @@ impl Warpforge {
             "mxfp8_decode",
             &[
                 Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address(codes, stream) },
-                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
+                Buffer::unaligned("scales", scales.len(), e.scales),
                 Buffer { name: "out", len: out.len(), need: e.elements, addr: address_mut(out, stream) },
             ],
         )?;
@@ -489,13 +508,15 @@ impl Warpforge {
         let streams: [&CudaStream; 4] = [x.stream(), codes.stream(), scales.stream(), global_scale.stream()];
         self.module().check_context(stream, &streams)?;
         let e = QuantScheme::Nvfp4.extents(m, k)?;
-        check_buffers(
+        check_encoder_buffers(
             "nvfp4_encode",
+            stream,
+            &e,
+            x,
+            codes,
             &[
-                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
-                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
-                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
-                Buffer { name: "global_scale", len: global_scale.len(), need: 1, addr: None },
+                Buffer::unaligned("scales", scales.len(), e.scales),
+                Buffer::unaligned("global_scale", global_scale.len(), 1),
             ],
         )?;
         let amax = self.launch_amax::<T>(stream, x, e.elements)?;
@@ -528,13 +549,13 @@ impl Warpforge {
         let ok = q::nvfp4_static_global_scale_ok(global_scale);
         check_static_scale("nvfp4_encode_static", "global_scale", global_scale, ok)?;
         let e = QuantScheme::Nvfp4.extents(m, k)?;
-        check_buffers(
+        check_encoder_buffers(
             "nvfp4_encode_static",
-            &[
-                Buffer { name: "x", len: x.len(), need: e.elements, addr: address(x, stream) },
-                Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address_mut(codes, stream) },
-                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
-            ],
+            stream,
+            &e,
+            x,
+            codes,
+            &[Buffer::unaligned("scales", scales.len(), e.scales)],
         )?;
         let kernel = self.entry(T::NVFP4_STATIC)?;
         let config = self.quant_grid(e.elements / VEC);
@@ -563,8 +584,8 @@ impl Warpforge {
             "nvfp4_decode",
             &[
                 Buffer { name: "codes", len: codes.len(), need: e.codes, addr: address(codes, stream) },
-                Buffer { name: "scales", len: scales.len(), need: e.scales, addr: None },
-                Buffer { name: "global_scale", len: global_scale.len(), need: 1, addr: None },
+                Buffer::unaligned("scales", scales.len(), e.scales),
+                Buffer::unaligned("global_scale", global_scale.len(), 1),
                 Buffer { name: "out", len: out.len(), need: e.elements, addr: address_mut(out, stream) },
             ],
         )?;

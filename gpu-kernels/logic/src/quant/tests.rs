@@ -309,6 +309,17 @@ proptest! {
     }
 }
 
+/// A seeded xorshift64 stream: the tests' reproducible random bits.
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 /// Every non-negative finite value of a 16-bit format (bits below `nonfinite`), widened.
 fn non_negative_finite(nonfinite: u16, widen: Widen) -> Vec<f32> {
     (0..nonfinite).map(widen).collect()
@@ -343,13 +354,7 @@ fn division_by_six_through_the_reciprocal_is_exact_on_every_16_bit_value() {
 /// and on four million seeded random pairs of 16-bit block and tensor amaxes, either format.
 #[test]
 fn fast_block_scale_matches_the_divisions_on_sampled_pairs() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     for (nonfinite, widen) in HALF_FORMATS {
         let values = non_negative_finite(nonfinite, widen);
         for &x in &values {
@@ -371,13 +376,7 @@ fn fast_block_scale_matches_the_divisions_on_sampled_pairs() {
 /// above the global's `6 · 448` range among them.
 #[test]
 fn fast_block_scale_matches_the_divisions_under_any_accepted_global_scale() {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
     for (nonfinite, widen) in HALF_FORMATS {
         let values = non_negative_finite(nonfinite, widen);
         let mut checked = 0;
@@ -567,13 +566,7 @@ fn mx_scale_of_every_byte() {
 /// bit patterns, on products that nearly cancel the addend, and on the specials.
 #[test]
 fn software_fma_rounds_once() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
     let specials =
         [0.0f32, -0.0, 1.0, -1.0, f32::MIN_POSITIVE, 1e-45, f32::MAX, f32::INFINITY, f32::NEG_INFINITY, f32::NAN];
     let check = |a: f32, b: f32, c: f32| {
