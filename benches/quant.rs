@@ -17,7 +17,9 @@
 //! codes from the input, each decoder's values from the codes and scales on the device. A
 //! failure stops the bench.
 //!
-//! Run: `cargo bench --bench kernels -- quant` (on a GPU machine: `.gpu/bench quant`). Writes
+//! Run: `cargo bench --bench kernels -- quant` (on a GPU machine: `.gpu/bench quant`), optionally
+//! `filter=<text>`: only the rows whose `<Kernel> <M>x<K>` label contains the text (e.g.
+//! `filter=PerTokenGroup`, `filter=16384x`; a profiler then sees one kernel at one size). Writes
 //! `quant.csv` to `$OUT` (or the current directory).
 
 use std::sync::Arc;
@@ -294,10 +296,15 @@ pub fn main() -> Result<()> {
         "{:<18} {:>6} {:>6} {:>9} {:>9} {:>9} {:>7} {:>8}",
         "kernel", "M", "K", "µs", "GB/s", "copy GB/s", "ratio", "checked"
     );
+    let filter: Option<String> = std::env::args().find_map(|a| a.strip_prefix("filter=").map(String::from));
     let mut csv = String::from("kernel,m,k,us,gbps,copy_gbps,ratio\n");
     for (m, k) in [(4096, 8192), (16384, 8192)] {
+        let picked = |kernel: &Kernel| filter.as_deref().is_none_or(|f| format!("{kernel:?} {m}x{k}").contains(f));
+        if !Kernel::ALL.iter().any(picked) {
+            continue;
+        }
         let mut bufs = Buffers::new(&stream, m, k)?;
-        for kernel in Kernel::ALL {
+        for kernel in Kernel::ALL.into_iter().filter(picked) {
             let (ours_s, copy_s) = time(&wf, &stream, &timer, &mut bufs, kernel)?;
             let checked = bufs.check(&stream, kernel)?;
             let e = (m * k) as f64;
