@@ -18,11 +18,11 @@ halved when causal.
 
 Usage (GPU machine, after bash .ci/gpu-bundle):
   python3 benches/attention_vendor.py --warpforge .gpu/libwarpforge_python_ffi.so \
-      [--candidate OTHER.so] [--dtype bf16|f16] [--rounds N] [--filter SUBSTR] [--quick] [--out DIR]
+      [--candidate OTHER.so ...] [--dtype bf16|f16] [--rounds N] [--filter SUBSTR] [--quick] [--out DIR]
 writes DIR/attention_sweep.csv and DIR/attention_sweep.svg (DIR defaults to $OUT or .).
-Without --warpforge only the vendor columns are timed. --candidate adds a second warpforge build
-(a change under test) as a fourth side, timed in the same rotation on the same inputs and
-verified the same way, with its ratio to the first (`cand/ours`).
+Without --warpforge only the vendor columns are timed. Each --candidate adds another warpforge
+build (a change under test) as a side `candN`, timed in the same rotation on the same inputs and
+verified the same way, with its ratio to the first (`candN/ours`).
 """
 
 import argparse
@@ -144,7 +144,7 @@ def write_svg(path, rows, sides):
     """TFLOP/s per shape, one marker series per side."""
     width, height, left, bottom, top = 60 + 22 * len(rows), 420, 50, 110, 20
     peak = max([r[s] for r in rows for s in sides if r.get(s)] + [1.0])
-    colours = {"warpforge": "#d62728", "candidate": "#ff7f0e", "cudnn": "#1f77b4", "fa2": "#2ca02c"}
+    colours = {"warpforge": "#d62728", "cand1": "#ff7f0e", "cand2": "#9467bd", "cand3": "#8c564b", "cudnn": "#1f77b4", "fa2": "#2ca02c"}
     y = lambda v: top + (height - top - bottom) * (1 - v / peak)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="10">']
     for tick in range(0, int(peak) + 1, 100):
@@ -168,7 +168,7 @@ def write_svg(path, rows, sides):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warpforge", help="path to libwarpforge_python_ffi.so")
-    parser.add_argument("--candidate", help="a second build's libwarpforge_python_ffi.so, timed beside the first")
+    parser.add_argument("--candidate", action="append", default=[], help="another build's libwarpforge_python_ffi.so, timed beside the first (repeatable, up to 3)")
     parser.add_argument("--dtype", choices=["bf16", "f16"], default="bf16")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--filter", default="")
@@ -190,11 +190,15 @@ def main():
     torch.cuda.init()
     if args.candidate and not args.warpforge:
         sys.exit("--candidate needs --warpforge (the build it is compared with)")
-    builds = {side: load_warpforge(path) for side, path in (("warpforge", args.warpforge), ("candidate", args.candidate)) if path}
+    if len(args.candidate) > 3:
+        sys.exit("at most three --candidate builds")
+    paths = [("warpforge", args.warpforge)] + [(f"cand{i + 1}", path) for i, path in enumerate(args.candidate)]
+    builds = {side: load_warpforge(path) for side, path in paths if path}
+    candidates = [side for side in builds if side != "warpforge"]
     print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {args.dtype}, {args.rounds} rounds")
     sides_named = list(builds) + ["cudnn", "fa2"]
     print(f"{'shape':22} " + " ".join(f"{s + ' TF/s':>14}" for s in sides_named) + f" {'vs cuDNN':>9} {'vs FA2':>7}"
-          + (f" {'cand/ours':>9}" if "candidate" in builds else "") + f"  max err ({', '.join(sides_named)})")
+          + "".join(f" {c + '/ours':>10}" for c in candidates) + f"  max err ({', '.join(sides_named)})")
 
     results = []
     for seed, (name, batch, hq, hkv, sq, sk, d, causal) in enumerate(shapes()):
@@ -241,18 +245,19 @@ def main():
                 row[side] = flops(batch, hq, sq, sk, d, causal) / seconds[side] / 1e12
         ratio = lambda a, b: row[a] / row[b] if row.get(a) and row.get(b) else None
         row["vs_cudnn"], row["vs_fa2"] = ratio("warpforge", "cudnn"), ratio("warpforge", "fa2")
-        if "candidate" in builds:
-            row["cand_vs_ours"] = ratio("candidate", "warpforge")
+        for c in candidates:
+            row[f"{c}_vs_ours"] = ratio(c, "warpforge")
         results.append(row)
         cell = lambda s: f"{row[s]:14.1f}" if row.get(s) else f"{('FAILED' if s in errs else 'n/a'):>14}"
         fmt = lambda r, w: f"{r:{w}.3f}" if r else f"{'-':>{w}}"
         err_text = ", ".join(f"{errs[s]:.1e}" if s in errs else "-" for s in sides_named)
-        cand = f" {fmt(row['cand_vs_ours'], 9)}" if "candidate" in builds else ""
+        cand = "".join(f" {fmt(row[f'{c}_vs_ours'], 10)}" for c in candidates)
         print(f"{name:22} " + " ".join(cell(s) for s in sides_named) + f" {fmt(row['vs_cudnn'], 9)} {fmt(row['vs_fa2'], 7)}{cand}  {err_text}"
               + "".join(f"  [{s}: {m}]" for s, m in notes.items()), flush=True)
         del q, k, v, qt, kt, vt, outs
 
-    for key, label in (("vs_cudnn", "warpforge / cuDNN"), ("vs_fa2", "warpforge / FA2"), ("cand_vs_ours", "candidate / warpforge")):
+    summaries = [("vs_cudnn", "warpforge / cuDNN"), ("vs_fa2", "warpforge / FA2")] + [(f"{c}_vs_ours", f"{c} / warpforge") for c in candidates]
+    for key, label in summaries:
         ratios = [r[key] for r in results if r.get(key)]
         if ratios:
             geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
@@ -261,7 +266,7 @@ def main():
     columns = ["shape", "batch", "heads_q", "heads_kv", "seq_q", "seq_k", "head_dim", "causal"]
     for s in sides_named:
         columns += [f"{s}_ms", s, f"{s}_ok"]
-    columns += ["vs_cudnn", "vs_fa2"] + (["cand_vs_ours"] if "candidate" in builds else [])
+    columns += ["vs_cudnn", "vs_fa2"] + [f"{c}_vs_ours" for c in candidates]
     with open(os.path.join(args.out, "attention_sweep.csv"), "w") as f:
         f.write(",".join(c if c not in sides_named else f"{c}_tflops" for c in columns) + "\n")
         for r in results:
