@@ -414,7 +414,7 @@ impl Warpforge {
             check(l.len() >= s.lse, || format!("lse holds {} elements, the problem writes {}", l.len(), s.lse))?;
         }
 
-        let shape = u32::try_from(p.head_dim).ok().and_then(|d| shape_for(d, p.causal)).ok_or_else(|| {
+        let shape = u32::try_from(p.head_dim).ok().and_then(|d| shape_for(d, p.causal, p.seq_k)).ok_or_else(|| {
             Error::InvalidArgument(format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim))
         })?;
         let kernel = self.entry(T::ATTENTION_ENTRIES[shape_index(shape)])?;

@@ -240,31 +240,30 @@ fn attention_d256_matches_the_f64_reference() {
     ]);
 }
 
-/// Head dimensions 64 and 128 without a causal mask (176-key blocks; at d = 128 two stages in
-/// split rings): key counts on and off the 176-key blocks and the 128-row tiles (1, 127, 175,
-/// 176, 177, 352, 353, 1000), queries longer and shorter than keys, GQA 1, 4 and 8 and MQA,
-/// both types, ordinary and large logits; many ring laps (2000 keys: 12 blocks over 2 or 4
-/// stages). Causal cases beside them run the 128-key entries on the same shapes.
+/// Head dimensions 64 and 128 without a causal mask from `LONG_KEYS_FROM` = 4096 keys
+/// (176-key blocks; at d = 128 two stages in split rings): key counts on and off the 176-key
+/// blocks (4096 = 23 · 176 + 48, 4224 = 24 · 176, 4225, 4399, 4400 = 25 · 176), query counts on
+/// and off the 128-row tiles, queries longer and shorter than keys, GQA 1, 4 and 8 and MQA,
+/// both types, ordinary and large logits; many ring laps (24–26 blocks over 2 or 4 stages).
+/// 4095 keys beside them take the 128-key entries (the threshold's other side), causal cases
+/// the 128-key entries on the same shapes.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn attention_176_key_blocks_match_the_f64_reference() {
     check_fixed(&[
-        (1, 1, 1, 1, 1, 128, false),
-        (1, 2, 1, 300, 127, 128, false),
-        (2, 4, 1, 79, 175, 128, false),
-        (1, 8, 1, 129, 176, 128, false),
-        (2, 2, 2, 200, 177, 128, false),
-        (1, 4, 1, 1, 1000, 128, false),
-        (1, 8, 8, 352, 352, 128, false),
-        (1, 8, 1, 353, 353, 128, true),
-        (1, 2, 2, 1100, 2000, 128, false),
-        (1, 2, 2, 1100, 2000, 128, true),
-        (2, 4, 1, 79, 175, 64, false),
-        (1, 8, 1, 129, 177, 64, false),
-        (1, 4, 1, 1, 1000, 64, false),
-        (1, 8, 8, 352, 352, 64, false),
-        (1, 2, 2, 1100, 2000, 64, false),
-        (1, 2, 2, 1100, 2000, 64, true),
+        (1, 1, 1, 1, 4096, 128, false),
+        (1, 2, 1, 127, 4095, 128, false),
+        (2, 4, 1, 79, 4224, 128, false),
+        (1, 8, 1, 129, 4225, 128, false),
+        (1, 8, 8, 64, 4399, 128, false),
+        (1, 8, 1, 200, 4225, 128, true),
+        (1, 2, 2, 300, 4400, 128, false),
+        (2, 4, 1, 79, 4224, 64, false),
+        (1, 8, 1, 129, 4225, 64, false),
+        (1, 4, 1, 1, 4096, 64, false),
+        (1, 8, 8, 64, 4095, 64, false),
+        (1, 2, 2, 300, 4400, 64, false),
+        (1, 2, 2, 300, 4400, 64, true),
     ]);
 }
 
@@ -374,9 +373,8 @@ fn attention_varlen_matches_the_f64_reference() {
     }
 }
 
-/// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of the kernel's keys
-/// (the keys of `shape_for(head_dim, causal)`: at d = 64 and 128, 128 when causal and 176
-/// otherwise; 80 at d = 256), the online
+/// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of `block_n` keys (an
+/// entry's key block, `abi::attention_sm90::SHAPES`), the online
 /// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
 /// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
 /// tolerance holds for an exact implementation of the kernel's algorithm.
@@ -388,11 +386,9 @@ fn model_row<T: Element>(
     v: &[f64],
     h: usize,
     i: usize,
+    block_n: usize,
 ) -> (Vec<f64>, f64) {
     let d = x.head_dim;
-    let block_n = warpforge::abi::attention_sm90::shape_for(d as u32, x.causal)
-        .expect("a head dimension with an entry")
-        .keys as usize;
     let hk = h / (x.heads_q / x.heads_kv);
     let q_row = &q[((seq.q_base + i) * x.heads_q + h) * d..][..d];
     let kv_at = |j: usize| ((seq.k_base + j) * x.heads_kv + hk) * d;
@@ -445,13 +441,18 @@ fn check_model<T: Element>(case: &Case) -> Result<(), TestCaseError> {
         causal: p.causal,
         scale: p.softmax_scale,
     };
-    let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
-        let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
-        let seq = Sequence { q_base: b * p.seq_q, q_len: p.seq_q, k_base: b * p.seq_k, k_len: p.seq_k };
-        let (o, lse) = model_row::<T>(&heads, seq, &q, &k, &v, h, i);
-        check_row::<T>(&reference_row(&heads, seq, &q, &k, &v, h, i), &o, lse, &format!("b{b} h{h} q{i}"))
-    });
-    prop_assert_eq!(bad, 0, "{:?}: the model breaks the tolerance: {:#?}", case, first);
+    // Every key block an entry of this head dimension runs (which one runs depends on the
+    // mask and the sequence length; the model is checked on each).
+    let blocks = warpforge::abi::attention_sm90::SHAPES.iter().filter(|s| s.head_dim as usize == p.head_dim);
+    for block_n in blocks.map(|s| s.keys as usize) {
+        let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
+            let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
+            let seq = Sequence { q_base: b * p.seq_q, q_len: p.seq_q, k_base: b * p.seq_k, k_len: p.seq_k };
+            let (o, lse) = model_row::<T>(&heads, seq, &q, &k, &v, h, i, block_n);
+            check_row::<T>(&reference_row(&heads, seq, &q, &k, &v, h, i), &o, lse, &format!("b{b} h{h} q{i}"))
+        });
+        prop_assert_eq!(bad, 0, "{:?}, {}-key blocks: the model breaks the tolerance: {:#?}", case, block_n, first);
+    }
     Ok(())
 }
 
@@ -579,15 +580,17 @@ fn attention_problem_check_refuses_bad_shapes() {
 }
 
 /// The shape table the entries are instantiated with (`abi::attention_sm90::SHAPES`) and the
-/// host's entry per problem: four stages of 128-key blocks at d = 64 for causal problems, of
-/// 176-key blocks for the others; at d = 128 128-key blocks and three stages for causal
-/// problems, 176-key blocks, two split stages and a 24/240 register split for the others; 80-key blocks, two split stages, 24/240 and one tile per CTA at
+/// host's entry per problem: at d = 64 four stages of 128-key blocks, of 176-key blocks for
+/// problems without a causal mask from `LONG_KEYS_FROM` keys; at d = 128 128-key blocks and
+/// three stages, for those long non-causal problems 176-key blocks, two split stages and a
+/// 24/240 register split; 80-key blocks, two split stages, 24/240 and one tile per CTA at
 /// d = 256; every plan inside Hopper's 227 KiB and 64 Ki registers, every entry named for its
 /// shape.
 #[test]
 fn attention_shape_table_per_problem() {
     use warpforge::abi::attention_sm90::{
-        CONSUMERS, HEAD_DIMS, LAUNCH_REGISTERS, SHAPES, SM90_SMEM_LIMIT, THREADS, shape_for, shape_index, smem_plan,
+        CONSUMERS, HEAD_DIMS, LAUNCH_REGISTERS, LONG_KEYS_FROM, SHAPES, SM90_SMEM_LIMIT, THREADS, shape_for,
+        shape_index, smem_plan,
     };
     let table: Vec<_> = SHAPES
         .iter()
@@ -603,12 +606,21 @@ fn attention_shape_table_per_problem() {
             (256, 80, 2, true, 24, 240, false)
         ]
     );
+    assert_eq!(LONG_KEYS_FROM, 4096);
     for d in HEAD_DIMS {
-        let (causal, plain) = (shape_for(d, true).unwrap(), shape_for(d, false).unwrap());
-        assert_eq!((causal.head_dim, plain.head_dim), (d, d));
-        assert_eq!((causal.keys, plain.keys), if d == 256 { (80, 80) } else { (128, 176) });
+        for seq_k in [1, 512, LONG_KEYS_FROM - 1, LONG_KEYS_FROM, 1 << 20] {
+            let (causal, plain) = (shape_for(d, true, seq_k).unwrap(), shape_for(d, false, seq_k).unwrap());
+            assert_eq!((causal.head_dim, plain.head_dim), (d, d));
+            let long = seq_k >= LONG_KEYS_FROM;
+            let want = match d {
+                256 => (80, 80),
+                _ if long => (128, 176),
+                _ => (128, 128),
+            };
+            assert_eq!((causal.keys, plain.keys), want, "d{d}, {seq_k} keys");
+        }
     }
-    assert_eq!(shape_for(96, false), None);
+    assert_eq!(shape_for(96, false, 4096), None);
     // 168 registers per thread at launch (⌊65536 / 384⌋ rounded down to 8): what setmaxnreg moves.
     assert_eq!(LAUNCH_REGISTERS, 168 * 384);
     for (index, s) in SHAPES.into_iter().enumerate() {

@@ -292,14 +292,22 @@ pub mod attention_sm90 {
     /// Every entry's shape, in the order of the host's entry tables.
     pub const SHAPES: [Shape; 5] = [D64, D64_K176, D128, D128_K176, D256];
 
-    /// The shape that runs a problem of head dimension `head_dim`, causal or not; `None` for a
-    /// head dimension without an entry.
-    pub const fn shape_for(head_dim: u32, causal: bool) -> Option<Shape> {
+    /// Keys per sequence from which a problem without a causal mask runs on 176-key blocks
+    /// ([`D64_K176`], [`D128_K176`]); shorter ones keep the 128-key entries. A tile's first
+    /// block (its `Q·Kᵀ` and softmax with nothing to hide under) and its last (the ragged rest)
+    /// are fixed costs that a 176-key block makes larger, and a short sequence has few blocks
+    /// to spread them over.
+    pub const LONG_KEYS_FROM: usize = 4096;
+
+    /// The shape that runs a problem of head dimension `head_dim`, causal or not, whose longest
+    /// key sequence holds `seq_k` keys; `None` for a head dimension without an entry.
+    pub const fn shape_for(head_dim: u32, causal: bool, seq_k: usize) -> Option<Shape> {
+        let long = !causal && seq_k >= LONG_KEYS_FROM;
         match head_dim {
-            64 if causal => Some(D64),
-            64 => Some(D64_K176),
-            128 if causal => Some(D128),
-            128 => Some(D128_K176),
+            64 if long => Some(D64_K176),
+            64 => Some(D64),
+            128 if long => Some(D128_K176),
+            128 => Some(D128),
             256 => Some(D256),
             _ => None,
         }
