@@ -10,8 +10,8 @@
 //! zero), handing each index to the consumers through a shared-memory slot under Q's full
 //! barrier (an index past the tiles stops them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
 //! the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
-//! 128 keys in causal problems and 176 in the others (FlashAttention-3's non-causal d = 128
-//! block; the host picks the entry), 80 at d = 256:
+//! 176 keys in non-causal problems of at least 4096 keys (FlashAttention-3's non-causal d = 128
+//! block) and 128 in the others (the host picks the entry), 80 at d = 256:
 //! `S = Q·Kᵀ` by SS wgmma (`m64n128k16` / `m64n176k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
 //! `parts::rows::OnlineSoftmax`: the row maximum over the quad, the old sums rescaled by
 //! `2^(m_old − m_new)` *before* the exponentials, `P = 2^(S·scale·log2 e − m)`; P is rounded
