@@ -373,17 +373,15 @@ fn attention_varlen_matches_the_f64_reference() {
     }
 }
 
-/// The kernel's arithmetic on the CPU, row by row: f32 scores, blocks of `block_n` keys (an
-/// entry's key block, `abi::attention_sm90::SHAPES`), the online
+/// The kernel's arithmetic on the CPU for query `i` of head `h`: f32 scores, blocks of
+/// `block_n` keys (an entry's key block, `abi::attention_sm90::SHAPES`), the online
 /// softmax in base 2 (rescale before the exponentials), P rounded to `T` before `P·V`, f32
 /// sums, one division and one rounding of O at the end. Used to check that the GPU tests'
 /// tolerance holds for an exact implementation of the kernel's algorithm.
 fn model_row<T: Element>(
     x: &Heads,
     seq: Sequence,
-    q: &[f64],
-    k: &[f64],
-    v: &[f64],
+    (q, k, v): (&[f64], &[f64], &[f64]),
     h: usize,
     i: usize,
     block_n: usize,
@@ -448,7 +446,7 @@ fn check_model<T: Element>(case: &Case) -> Result<(), TestCaseError> {
         let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
             let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
             let seq = Sequence { q_base: b * p.seq_q, q_len: p.seq_q, k_base: b * p.seq_k, k_len: p.seq_k };
-            let (o, lse) = model_row::<T>(&heads, seq, &q, &k, &v, h, i, block_n);
+            let (o, lse) = model_row::<T>(&heads, seq, (&q, &k, &v), h, i, block_n);
             check_row::<T>(&reference_row(&heads, seq, &q, &k, &v, h, i), &o, lse, &format!("b{b} h{h} q{i}"))
         });
         prop_assert_eq!(bad, 0, "{:?}, {}-key blocks: the model breaks the tolerance: {:#?}", case, block_n, first);
