@@ -215,6 +215,12 @@ pub mod attention_sm90 {
         /// Whether the kernel may run on a persistent grid (several tiles per CTA,
         /// `logic::attention::AttentionTiles::grid`) rather than one tile per CTA.
         pub persistent: bool,
+        /// Q buffers (each with its full and free barrier and tile slot): with two, a
+        /// persistent CTA's producer loads the next tile's Q while the consumers still read
+        /// the current one, as soon as its last key block has a ring slot, instead of after
+        /// the tile's last `Q·Kᵀ` (the next tile's first `Q·Kᵀ` then waits for a Q load issued
+        /// a block earlier). One where shared memory has no room for a second.
+        pub q_stages: u32,
         /// Registers per producer thread after `setmaxnreg.dec` (one elected thread issues TMA).
         pub producer_regs: u32,
         /// Registers per consumer thread after `setmaxnreg.inc`: all the producer frees of the
@@ -222,8 +228,8 @@ pub mod attention_sm90 {
         pub consumer_regs: u32,
     }
 
-    /// d = 64 with causal masks (the causal rule of [`D128`]): 128-key blocks, four stages (144
-    /// KiB with Q), one ring of (K, V) stages and the tail in place. Measured on the H200 (docs/PERF.md, 2026-12-04): split rings −4 to −5 %
+    /// d = 64 with causal masks (the causal rule of [`D128`]): 128-key blocks, four stages (160
+    /// KiB with two Q buffers), one ring of (K, V) stages and the tail in place. Measured on the H200 (docs/PERF.md, 2026-12-04): split rings −4 to −5 %
     /// and the deferred tail −3 % here (its `P·V` is short, its softmax the critical path).
     pub const D64: Shape = Shape {
         head_dim: 64,
@@ -232,11 +238,12 @@ pub mod attention_sm90 {
         split_kv_rings: false,
         defer_block_tail: false,
         persistent: true,
+        q_stages: 2,
         producer_regs: 40,
         consumer_regs: 232,
     };
     /// d = 64 without a causal mask: 176-key blocks (the d = 128 non-causal block, see
-    /// [`D128_K176`]), the rest as [`D64`]: four stages of 44 KiB with Q are 192 KiB, and 88
+    /// [`D128_K176`]), the rest as [`D64`]: four stages of 44 KiB with two Q buffers are 208 KiB, and 88
     /// score and 44 P registers beside O's 32 fit the 232. At d = 64 a block's fixed work
     /// weighs most (split rings and the deferred tail each cost 3–5 % there), so spreading it
     /// over 176 keys should gain most.
@@ -252,6 +259,7 @@ pub mod attention_sm90 {
         split_kv_rings: false,
         defer_block_tail: true,
         persistent: true,
+        q_stages: 1,
         producer_regs: 40,
         consumer_regs: 232,
     };
@@ -269,6 +277,7 @@ pub mod attention_sm90 {
         split_kv_rings: true,
         defer_block_tail: true,
         persistent: true,
+        q_stages: 1,
         producer_regs: 24,
         consumer_regs: 240,
     };
@@ -286,6 +295,7 @@ pub mod attention_sm90 {
         split_kv_rings: true,
         defer_block_tail: false,
         persistent: false,
+        q_stages: 1,
         producer_regs: 24,
         consumer_regs: 240,
     };
@@ -345,12 +355,14 @@ pub mod attention_sm90 {
             );
             assert!(s.head_dim.is_multiple_of(HEAD_CHUNK) && s.keys.is_multiple_of(16), "whole chunks, whole K steps");
             assert!(s.stages >= 2, "the producer runs a block ahead");
+            assert!(s.q_stages == 1 || (s.q_stages == 2 && s.persistent), "a second Q buffer serves a next tile");
             i += 1;
         }
     };
 
-    /// The kernel's dynamic shared memory for `shape`, as the device carves it: Q (one box per
-    /// chunk), the K ring, the V ring, the ring's barriers, Q's full and free barriers.
+    /// The kernel's dynamic shared memory for `shape`, as the device carves it: the Q buffers
+    /// (one box per chunk each), the K ring, the V ring, the ring's barriers, the Q buffers'
+    /// full and free barriers, their tile slots.
     pub const fn smem_plan(shape: Shape) -> SmemPlan {
         match shape.keys {
             128 => plan::<KvBox<128>>(shape),
@@ -363,9 +375,10 @@ pub mod attention_sm90 {
     const fn plan<Kv: Tile>(shape: Shape) -> SmemPlan {
         let chunks = shape.head_dim / HEAD_CHUNK;
         let stages = shape.stages;
-        let plan = SmemPlan::new().ring::<QBox>(chunks).ring::<Kv>(stages * chunks).ring::<Kv>(stages * chunks);
+        let q = shape.q_stages;
+        let plan = SmemPlan::new().ring::<QBox>(q * chunks).ring::<Kv>(stages * chunks).ring::<Kv>(stages * chunks);
         let plan = if shape.split_kv_rings { plan.pipeline(stages).pipeline(stages) } else { plan.pipeline(stages) };
-        plan.mbarriers(2).region(4, 4)
+        plan.pipeline(q).region(4 * q, 4)
     }
 }
 

@@ -72,7 +72,7 @@ use core::marker::PhantomData;
 use warpforge_dsl::abi::attention_sm90::{self as shape, BLOCK_M, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
-use warpforge_dsl::mbarrier::{Mbarrier, Phase};
+use warpforge_dsl::mbarrier::Mbarrier;
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::{produce, produce_pair};
@@ -107,6 +107,13 @@ type QChunk<T> = SmemTile<T, Q_ROWS, CHUNK, Swizzle128B>;
 /// A K or V box: `BN` keys × 64 head columns. // (BN, CHUNK)
 type KvChunk<T, const BN: usize> = SmemTile<T, BN, CHUNK, Swizzle128B>;
 
+/// What a Q buffer receives: the Q boxes of a 128-row tile, `DC` head chunks.
+struct QStage<T, const DC: usize>(PhantomData<T>);
+
+impl<T: Copy, const DC: usize> TmaLoad for QStage<T, DC> {
+    const BYTES: u32 = DC as u32 * QChunk::<T>::BYTES;
+}
+
 /// What one stage of the K ring or of the V ring receives: the K (or V) boxes of a `BN`-key
 /// block, `DC` head chunks.
 struct KvStage<T, const DC: usize, const BN: usize>(PhantomData<T>);
@@ -118,8 +125,8 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// The kernel, generic over the element `T`, the scores accumulator `S` (64 × `BN`, one key
 /// block), P's fragments `P` (`BN / 16` K steps), the output accumulator `O` (64 × `D`), the
 /// head dimension `D` = `DC` chunks of 64, the keys per block `BN`, the ring depth, `KCH` =
-/// `RING · DC` (the K ring's boxes) and the producer's and consumers' register budgets (all
-/// from `abi::attention_sm90` for `D`).
+/// `RING · DC` (the K ring's boxes), the Q buffers `QS` and `QCH` = `QS · DC` (their boxes) and
+/// the producer's and consumers' register budgets (all from `abi::attention_sm90` for `D`).
 ///
 /// # Safety
 /// The maps describe Q, K and V as 4-D (head_dim, heads, rows, sequences) tensors of `T`
@@ -142,6 +149,8 @@ unsafe fn attention<
     const BN: usize,
     const RING: usize,
     const KCH: usize,
+    const QS: usize,
+    const QCH: usize,
     const PRODUCER_REGS: u32,
     const CONSUMER_REGS: u32,
     const PERSISTENT: bool,
@@ -159,12 +168,12 @@ unsafe fn attention<
     O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
 {
     const {
-        assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC, "tile shapes agree");
+        assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC && QCH == QS * DC, "tile shapes agree");
         assert!(S::N as usize == BN && BN as u32 == 16 * P::STEPS, "a key block is the scores' N and P's K");
     };
     // Shared-memory plan (`abi::attention_sm90::smem_plan`).
     let mut smem = DynamicShared::window();
-    let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, DC>::alloc(&mut smem);
+    let q_tile = SmemTileRing::<T, Q_ROWS, CHUNK, Swizzle128B, QCH>::alloc(&mut smem);
     let k_ring = SmemTileRing::<T, BN, CHUNK, Swizzle128B, KCH>::alloc(&mut smem);
     let v_ring = SmemTileMnRing::<T, BN, CHUNK, DC, Swizzle128B, RING>::alloc(&mut smem);
     // With one ring of (K, V) stages (not `SPLIT`: the shape's `split_kv_rings`) V's
@@ -173,24 +182,22 @@ unsafe fn attention<
     let k_pipe = unsafe { Pipeline::<RING>::alloc(&mut smem) };
     // SAFETY: as for K's.
     let v_pipe = if SPLIT { unsafe { Pipeline::<RING>::alloc(&mut smem) } } else { k_pipe };
-    // SAFETY: (both) initialised below by thread 0 before the pipeline's init fence, published
-    // by the block barrier.
-    let q_full = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
-    let q_free = unsafe { Mbarrier::at(Mbarrier::alloc(&mut smem)) };
-    let slot = TileSlot(smem.alloc::<u32>(1, 4));
+    // The Q buffers' full and free barriers: a buffer is full on the producer's one arrival
+    // plus Q's bytes, free on every consumer thread's arrival after its tile's last `Q·Kᵀ`.
+    // SAFETY: as for K's.
+    let q_pipe = unsafe { Pipeline::<QS>::alloc(&mut smem) };
+    let slot = TileSlot(smem.alloc::<u32>(QS as u32, 4));
 
     // Barrier init.
     if thread_rank() == 0 {
         tma::prefetch(q_map);
         tma::prefetch(k_map);
         tma::prefetch(v_map);
-        // SAFETY: one thread; Q's barrier completes on the producer's one arrival plus Q's
-        // bytes, its free barrier on every consumer thread's arrival after its tile's last
-        // `Q·Kᵀ`; every consumer thread releases every stage of both rings once per lap (no
-        // leader branch before the warpgroup's `.aligned` instructions).
+        // SAFETY: one thread; every consumer thread releases every Q buffer and every stage of
+        // both rings once per lap (no leader branch before the warpgroup's `.aligned`
+        // instructions).
         unsafe {
-            q_full.init(1);
-            q_free.init(CONSUMERS * WARPGROUP_THREADS);
+            q_pipe.init(CONSUMERS * WARPGROUP_THREADS);
             k_pipe.init(CONSUMERS * WARPGROUP_THREADS);
             if SPLIT {
                 v_pipe.init(CONSUMERS * WARPGROUP_THREADS);
@@ -216,10 +223,10 @@ unsafe fn attention<
             // SAFETY: the launch's counter pair (contract), only this thread of the CTA uses it.
             let claims = unsafe { Claims::new(p, tiles.count(), grid_dim().x) };
             let mut state = PipelineState::<RING>::START;
-            // Q's tile (and the slot) is free for the next tile once the consumers' free
-            // barrier has completed this phase (each tile after the first waits for its
-            // predecessor's).
-            let (mut q_phase, mut loaded) = (Phase::ZERO, false);
+            // A Q buffer (and its slot) is free for the next tile once the consumers' free
+            // barrier has completed its phase (the first lap passes at once): with two buffers
+            // the next tile's Q loads while the consumers still read this tile's.
+            let mut q_state = PipelineState::<QS>::START;
             let mut t = claims.rule.first(first);
             loop {
                 // The next tile with queries (variable length skips the rest), or none.
@@ -233,33 +240,34 @@ unsafe fn attention<
                     }
                     t = if PERSISTENT { claims.claim() } else { tiles.count() };
                 };
+                q_pipe.producer_wait(q_state);
                 if PERSISTENT {
-                    if loaded {
-                        q_free.wait(&mut q_phase);
-                    }
-                    // SAFETY: this thread, after the free barrier, before the arrival below.
-                    unsafe { slot.publish(t) };
+                    // SAFETY: this thread, after the buffer's free barrier, before the arrival
+                    // below.
+                    unsafe { slot.publish(q_state.stage, t) };
                 }
                 let Some(w) = work else {
                     if PERSISTENT {
                         // SAFETY: the phase's one arrival, with no bytes: the consumers read
                         // the index past the tiles and stop.
-                        unsafe { q_full.arrive() };
+                        unsafe { q_pipe.producer_commit(q_state) };
                     }
                     break;
                 };
-                loaded = true;
                 let (kv_head, seq_slice) = (w.at.kv_head as i32, slice(p, w.at.batch) as i32);
                 let q_row = (w.seq.q_base + w.m0) as i32;
+                let q_full = q_pipe.full(q_state.stage);
                 // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded
-                // next, into a tile no consumer reads any more (waited above).
-                unsafe { q_full.arrive_expect_tx(DC as u32 * QChunk::<T>::BYTES) };
+                // next, into a buffer no consumer reads any more (waited above).
+                unsafe { q_full.arrive_expect_tx(QStage::<T, DC>::BYTES) };
                 for c in 0..DC as u32 {
                     let x = c as i32 * CHUNK as i32;
-                    // SAFETY: Q's map has this box (contract); nothing reads the tile before
+                    let box_ = q_tile.stage(q_state.stage * DC as u32 + c);
+                    // SAFETY: Q's map has this box (contract); nothing reads the buffer before
                     // the barrier completes.
-                    unsafe { tma::load_4d(&q_tile.stage(c), q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
+                    unsafe { tma::load_4d(&box_, q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
                 }
+                q_state.advance();
                 let key_row = |block: u32| (w.seq.k_base + block * BN as u32) as i32;
                 let load_k = |stage: u32, block: u32, full: &Mbarrier| {
                     for c in 0..DC as u32 {
@@ -339,25 +347,29 @@ unsafe fn attention<
         unsafe { turns.1.arrive() };
     }
     let mut ring = PipelineState::<RING>::START;
-    let mut q_phase = Phase::ZERO;
-    let own = Consumer { p, rings: (&k_pipe, &v_pipe), q_free: &q_free, operands, turns };
+    let mut q_state = PipelineState::<QS>::START;
+    let own = Consumer { p, rings: (&k_pipe, &v_pipe), q_pipe: &q_pipe, operands, turns };
     if PERSISTENT {
         // The tiles the producer hands over, until an index past the last.
         loop {
-            q_full.wait(&mut q_phase);
-            // SAFETY: after the wait, before this thread's arrival on the free barrier (in
-            // `tile`).
-            // The tile as ptxas sees a warp-uniform value (`warp::uniform`): the tile loop is
-            // then convergent to ptxas, and the key loop's descriptors stay uniform.
-            // SAFETY: as above; every lane reads the same slot (the whole warpgroup is here).
-            let t = unsafe { warp::uniform(slot.read()) };
+            q_pipe.consumer_wait(q_state);
+            // The Q buffer and the tile as ptxas sees warp-uniform values (`warp::uniform`):
+            // the tile loop is then convergent to ptxas, and the key loop's descriptors stay
+            // uniform. One buffer is always buffer 0, a constant the descriptors fold.
+            // SAFETY: the whole warpgroup is here, every lane with the same ring position.
+            let q_buffer = if QS == 1 { 0 } else { unsafe { warp::uniform(q_state.stage) } };
+            // SAFETY: after the wait, before this thread's arrival on the buffer's free
+            // barrier (in `tile`); every lane reads the same slot.
+            let t = unsafe { warp::uniform(slot.read(q_buffer)) };
             if t >= tiles.count() {
                 break;
             }
             // SAFETY: a tile of the launch, with queries (the producer published no other).
             let w = unsafe { tile_at(p, &tiles, t, BN as u32) };
+            let q = PipelineState::<QS> { stage: q_buffer, ..q_state };
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, q, false) };
+            q_state.advance();
             // The loop's one back-edge, reached by the whole warp (`warp::converge`): O's and
             // the log-sum-exp's stores branch per row.
             // SAFETY: the whole warpgroup, at the end of each tile.
@@ -369,7 +381,7 @@ unsafe fn attention<
         if let Some(w) = work {
             // SAFETY: the whole warpgroup; `tile` waits for Q and the producer loads the key
             // blocks. (Waiting here instead, ptxas spilled 32 bytes of the setup at d = 256.)
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, Some((&q_full, &mut q_phase))) };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, q_state, true) };
         }
     }
     if wg == 0 {
@@ -404,9 +416,10 @@ macro_rules! attention_entries {
             const PERSISTENT: bool = SHAPE.persistent;
             const DEFER: bool = SHAPE.defer_block_tail;
             const SPLIT: bool = SHAPE.split_kv_rings;
+            const QS: usize = SHAPE.q_stages as usize;
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT>(
+                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, QS, { QS * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT>(
                     q_map, k_map, v_map, &params,
                 )
             }

@@ -80,33 +80,36 @@ impl Claims {
     }
 }
 
-/// The tile index the producer hands the consumers: written before its arrival on Q's full
-/// barrier, read after their wait on it (the barrier's release and acquire order the two), and
-/// not rewritten before Q's free barrier says every consumer thread has read it.
+/// The tile index the producer hands the consumers with each Q buffer, one slot per buffer:
+/// written before its arrival on the buffer's full barrier, read after their wait on it (the
+/// barrier's release and acquire order the two), and not rewritten before the buffer's free
+/// barrier says every consumer thread has read it.
 #[derive(Clone, Copy)]
 pub(crate) struct TileSlot(pub(crate) SharedPtr<u32>);
 
 impl TileSlot {
-    /// Writes `t`.
+    /// Writes `t` into the slot of Q buffer `buffer`.
     ///
     /// # Safety
-    /// The producer's one thread, before its arrival on Q's full barrier for this phase and
-    /// after its wait on the free barrier for the previous one (no consumer reads it).
+    /// The producer's one thread, before its arrival on the buffer's full barrier for this
+    /// phase and after its wait on the free barrier for the previous one (no consumer reads
+    /// it); `buffer` is one of the plan's Q buffers.
     #[inline(always)]
-    pub(crate) unsafe fn publish(self, t: u32) {
-        // SAFETY: a u32 of this CTA's shared memory (the plan); unread now (contract).
-        unsafe { self.0.as_mut_ptr().write_volatile(t) }
+    pub(crate) unsafe fn publish(self, buffer: u32, t: u32) {
+        // SAFETY: a u32 of this CTA's shared memory (the plan: one per buffer); unread now
+        // (contract).
+        unsafe { self.0.as_mut_ptr().add(buffer as usize).write_volatile(t) }
     }
 
-    /// The tile of the phase of Q's full barrier just waited for.
+    /// The tile of the phase of Q buffer `buffer`'s full barrier just waited for.
     ///
     /// # Safety
-    /// After that wait and before this thread's arrival on Q's free barrier (the producer
-    /// does not write it in between).
+    /// After that wait and before this thread's arrival on the buffer's free barrier (the
+    /// producer does not write it in between); `buffer` is one of the plan's Q buffers.
     #[inline(always)]
-    pub(crate) unsafe fn read(self) -> u32 {
+    pub(crate) unsafe fn read(self, buffer: u32) -> u32 {
         // SAFETY: as for `publish`; unwritten now (contract).
-        unsafe { self.0.as_mut_ptr().read_volatile() }
+        unsafe { self.0.as_mut_ptr().add(buffer as usize).read_volatile() }
     }
 }
 
@@ -175,28 +178,29 @@ pub(crate) fn slice(p: &AttentionParams, batch: u32) -> u32 {
     if p.cu_seqlens_q == 0 { batch } else { 0 }
 }
 
-/// A consumer warpgroup's wgmma operands: its 64 rows of Q, and the K and V rings of `BN`-key
-/// blocks.
+/// A consumer warpgroup's wgmma operands: its 64 rows of the Q buffers (`QCH` boxes: `DC` per
+/// buffer), and the K and V rings of `BN`-key blocks.
 #[derive(Clone, Copy)]
-pub(crate) struct Operands<T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
-    pub(crate) q: SmemTileRing<T, Q_ROWS, CHUNK, Swizzle128B, DC>,
+pub(crate) struct Operands<T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize, const QCH: usize> {
+    pub(crate) q: SmemTileRing<T, Q_ROWS, CHUNK, Swizzle128B, QCH>,
     pub(crate) k: SmemTileRing<T, BN, CHUNK, Swizzle128B, KCH>,
     pub(crate) v: SmemTileMnRing<T, BN, CHUNK, DC, Swizzle128B, RING>,
     pub(crate) wg: u32,
 }
 
-impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const KCH: usize>
-    Operands<T, DC, BN, RING, KCH>
+impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const KCH: usize, const QCH: usize>
+    Operands<T, DC, BN, RING, KCH, QCH>
 {
-    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows (not committed).
+    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows of Q buffer `q_buffer` (not
+    /// committed).
     ///
     /// # Safety
-    /// The whole warpgroup, convergently, after `warpgroup::fence`; Q and the stage have landed
-    /// and stay until a wait covers these wgmmas.
+    /// The whole warpgroup, convergently, after `warpgroup::fence`; the Q buffer and the stage
+    /// have landed and stay until a wait covers these wgmmas.
     #[inline(always)]
-    pub(crate) unsafe fn scores<S: WgmmaSs<T::Kind, T::Kind>>(&self, s: &mut S, stage: u32) {
+    pub(crate) unsafe fn scores<S: WgmmaSs<T::Kind, T::Kind>>(&self, s: &mut S, q_buffer: u32, stage: u32) {
         for c in 0..DC as u32 {
-            let q = self.q.stage(c).rows::<{ WGMMA_M as usize }>(self.wg);
+            let q = self.q.stage(q_buffer * DC as u32 + c).rows::<{ WGMMA_M as usize }>(self.wg);
             // SAFETY: forwarded to the caller.
             unsafe { warpgroup::mma(s, &q, &self.k.stage(stage * DC as u32 + c), c > 0) };
         }
