@@ -197,7 +197,11 @@ unsafe fn attention<
         // both rings once per lap (no leader branch before the warpgroup's `.aligned`
         // instructions).
         unsafe {
-            q_pipe.init(CONSUMERS * WARPGROUP_THREADS);
+            // The Q buffers' barriers (published by the rings' init fence below).
+            for b in 0..QS as u32 {
+                q_pipe.full(b).init(1);
+                q_pipe.empty(b).init(CONSUMERS * WARPGROUP_THREADS);
+            }
             k_pipe.init(CONSUMERS * WARPGROUP_THREADS);
             if SPLIT {
                 v_pipe.init(CONSUMERS * WARPGROUP_THREADS);
@@ -240,8 +244,9 @@ unsafe fn attention<
                     }
                     t = if PERSISTENT { claims.claim() } else { tiles.count() };
                 };
-                q_pipe.producer_wait(q_state);
+                // (One tile per CTA: its buffer is free, the first lap.)
                 if PERSISTENT {
+                    q_pipe.producer_wait(q_state);
                     // SAFETY: this thread, after the buffer's free barrier, before the arrival
                     // below.
                     unsafe { slot.publish(q_state.stage, t) };
