@@ -54,8 +54,9 @@
 //! sequence (zero fill at fixed length; the next sequence's rows or zero fill at variable
 //! length); those keys are masked, so their P is 0.
 //!
-//! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d, and the K and V rings, stages
-//! of the shape's keys × d each: 4 stages of 128 or 176 keys at d = 64 (144 or 192 KiB), 3 of 128 keys at
+//! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d (two buffers at d = 64), and the
+//! K and V rings, stages of the shape's keys × d each: 4 stages of 128 or 176 keys at d = 64
+//! (160 or 208 KiB with both Q buffers), 3 of 128 keys at
 //! d = 128 (224 KiB) or 2 of 176 keys (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at
 //! d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring depth, register
 //! split per entry) is `abi::attention_sm90::SHAPES`; the entries instantiate one generic body
