@@ -180,6 +180,13 @@ impl<T: Copy, const ROWS: usize, const COLS: usize, S: SwizzleMode, const STAGES
         // SAFETY: stage < STAGES keeps the address inside the carved ring, aligned (see alloc).
         SmemTile { ptr: unsafe { SharedPtr::from_addr(addr) }, _layout: PhantomData }
     }
+
+    /// The `N` stages from `first` (`first + N ≤ STAGES`) as a ring of their own: one buffer
+    /// of a ring carved as several buffers of `N` tiles each.
+    #[inline(always)]
+    pub fn window<const N: usize>(&self, first: u32) -> SmemTileRing<T, ROWS, COLS, S, N> {
+        SmemTileRing { first: self.stage(first) }
+    }
 }
 
 /// An MN-major wgmma operand (`imm-trans = 1`, 16-bit types): `BLOCKS` tiles of `K` rows × `COLS`

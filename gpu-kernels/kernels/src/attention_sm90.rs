@@ -73,7 +73,7 @@ use core::marker::PhantomData;
 use warpforge_dsl::abi::attention_sm90::{self as shape, BLOCK_M, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
-use warpforge_dsl::mbarrier::Mbarrier;
+use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::{produce, produce_pair};
@@ -336,7 +336,6 @@ unsafe fn attention<
     // SAFETY: whole warpgroup; see the producer.
     unsafe { warpgroup::setmaxnreg_inc::<CONSUMER_REGS>() };
     let wg = role - 1;
-    let operands = Operands { q: q_tile, k: k_ring, v: v_ring, wg };
     // FA3's ping-pong: the two consumer warpgroups take turns issuing their wgmmas, so one's
     // softmax runs while the tensor cores work through the other's. Barrier 1 is warpgroup 0's
     // turn, 2 warpgroup 1's; a warpgroup syncs on its own before each issue and arrives on the
@@ -352,9 +351,15 @@ unsafe fn attention<
         // SAFETY: the up-front arrival of the protocol above (whole warpgroup).
         unsafe { turns.1.arrive() };
     }
+    // A tile's view: its Q buffer (boxes `DC · buffer ..`) with the buffer's free barrier, the
+    // K and V rings, the turns.
+    let consumer = |buffer: u32| {
+        let q_free = q_pipe.empty(buffer);
+        let operands = Operands { q: q_tile.window::<DC>(buffer * DC as u32), k: k_ring, v: v_ring, wg };
+        Consumer { p, rings: (&k_pipe, &v_pipe), q_free, operands, turns }
+    };
     let mut ring = PipelineState::<RING>::START;
     let mut q_state = PipelineState::<QS>::START;
-    let own = Consumer { p, rings: (&k_pipe, &v_pipe), q_pipe: &q_pipe, operands, turns };
     if PERSISTENT {
         // The tiles the producer hands over, until an index past the last.
         loop {
@@ -372,9 +377,9 @@ unsafe fn attention<
             }
             // SAFETY: a tile of the launch, with queries (the producer published no other).
             let w = unsafe { tile_at(p, &tiles, t, BN as u32) };
-            let q = PipelineState::<QS> { stage: q_buffer, ..q_state };
+            let own = consumer(q_buffer);
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, q, false) };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };
             q_state.advance();
             // The loop's one back-edge, reached by the whole warp (`warp::converge`): O's and
             // the log-sum-exp's stores branch per row.
@@ -385,9 +390,14 @@ unsafe fn attention<
         // SAFETY: this CTA's one tile, as for the producer.
         let work = unsafe { tile_work(p, &tiles, first, BN as u32) };
         if let Some(w) = work {
-            // SAFETY: the whole warpgroup; `tile` waits for Q and the producer loads the key
-            // blocks. (Waiting here instead, ptxas spilled 32 bytes of the setup at d = 256.)
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, q_state, true) };
+            let q_full = q_pipe.full(0);
+            let own = consumer(0);
+            // SAFETY: the whole warpgroup; `tile` waits for Q (buffer 0, its first phase) and
+            // the producer loads the key blocks. (Waiting here instead, ptxas spilled 32 bytes
+            // of the setup at d = 256.)
+            unsafe {
+                own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, Some((&q_full, &mut Phase::ZERO)))
+            };
         }
     }
     if wg == 0 {

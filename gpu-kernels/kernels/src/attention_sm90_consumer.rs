@@ -4,6 +4,7 @@
 
 use warpforge_dsl::abi::AttentionParams;
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
+use warpforge_dsl::mbarrier::{Mbarrier, Phase};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::rows::{AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
@@ -15,58 +16,41 @@ use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use crate::attention_sm90::TURN_THREADS;
 use crate::attention_sm90_parts::{Operands, Rows, TileWork, attention_tiles, finish_block, store_rows, tile_at};
 
-/// A consumer warpgroup's view of the CTA: the parameters, the K and V rings' barriers, the Q
-/// buffers' barriers, its wgmma operands and its turn barriers (its own, the other's).
-pub(crate) struct Consumer<
-    'a,
-    T,
-    const DC: usize,
-    const BN: usize,
-    const RING: usize,
-    const KCH: usize,
-    const QS: usize,
-    const QCH: usize,
-> {
+/// A consumer warpgroup's view of the CTA for one tile: the parameters, the K and V rings'
+/// barriers, the free barrier of the tile's Q buffer, its wgmma operands (the tile's Q buffer,
+/// the K and V rings) and its turn barriers (its own, the other's).
+pub(crate) struct Consumer<'a, T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
     pub(crate) p: &'a AttentionParams,
     pub(crate) rings: (&'a Pipeline<RING>, &'a Pipeline<RING>),
-    pub(crate) q_pipe: &'a Pipeline<QS>,
-    pub(crate) operands: Operands<T, DC, BN, RING, KCH, QCH>,
+    pub(crate) q_free: Mbarrier,
+    pub(crate) operands: Operands<T, DC, BN, RING, KCH>,
     pub(crate) turns: (NamedBarrier<TURN_THREADS>, NamedBarrier<TURN_THREADS>),
 }
 
-impl<
-    T: WgmmaElement + Pack16 + Output,
-    const DC: usize,
-    const BN: usize,
-    const RING: usize,
-    const KCH: usize,
-    const QS: usize,
-    const QCH: usize,
-> Consumer<'_, T, DC, BN, RING, KCH, QS, QCH>
+impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const RING: usize, const KCH: usize>
+    Consumer<'_, T, DC, BN, RING, KCH>
 {
-    /// One tile: this warpgroup's 64 query rows (in the Q buffer of `q`) against the tile's
-    /// key blocks, then its rows of O (and LSE) stored. `ring` carries the ring position from
-    /// tile to tile; with `wait_q` the buffer's full barrier is waited on first (else Q has
-    /// been waited for).
+    /// One tile: this warpgroup's 64 query rows against the tile's key blocks, then its rows of
+    /// O (and LSE) stored. `ring` carries the ring position from tile to tile; `q_full`, when
+    /// given, is Q's full barrier and phase to wait on first (else Q has been waited for).
     ///
     /// # Safety
     /// The whole warpgroup, convergently; the producer loads
     /// `w.blocks` key blocks into the ring for this tile, and (persistent) another tile's Q
-    /// into this buffer only after every consumer thread's arrival on its free barrier here.
+    /// into this Q buffer only after every consumer thread's arrival on its free barrier here.
     #[inline(always)]
     pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool, const SPLIT: bool>(
         &self,
         w: &TileWork,
         ring: &mut PipelineState<RING>,
-        q: PipelineState<QS>,
-        wait_q: bool,
+        q_full: Option<(&Mbarrier, &mut Phase)>,
     ) where
         S: Accumulator<Elem = f32> + WgmmaSs<T::Kind, T::Kind>,
         P: AFragments,
         O: Accumulator<Elem = f32> + WgmmaRs<T::Kind, T::Kind>,
     {
         let ((k_pipe, v_pipe), operands, (my_turn, their_turn)) = (self.rings, &self.operands, self.turns);
-        let q_pipe = self.q_pipe;
+        let q_free = self.q_free;
         let blocks = w.blocks;
         // This warpgroup's first query, and the softmax scale in base-2 units.
         let q0 = w.m0 + operands.wg * WGMMA_M;
@@ -75,8 +59,8 @@ impl<
         let mut o = O::ZERO;
         let mut softmax = OnlineSoftmax::START;
         let mut state = *ring;
-        if wait_q {
-            q_pipe.consumer_wait(q);
+        if let Some((q_full, phase)) = q_full {
+            q_full.wait(phase);
         }
 
         // Key block 0: its scores and P (O is still zero: nothing to rescale). With `SPLIT`
@@ -92,7 +76,7 @@ impl<
         unsafe {
             my_turn.sync();
             warpgroup::fence();
-            operands.scores(&mut s, q.stage, state.stage);
+            operands.scores(&mut s, state.stage);
             warpgroup::commit();
             their_turn.arrive();
             warpgroup::wait::<0>();
@@ -102,7 +86,7 @@ impl<
         }
         if PERSISTENT && blocks == 1 {
             // SAFETY: this thread's one arrival for the tile, after its last read of Q.
-            unsafe { q_pipe.consumer_release(q) };
+            unsafe { q_free.arrive() };
         }
         own_rows.mask(&mut s, 0);
         // SAFETY: every lane of the warpgroup is here.
@@ -143,7 +127,7 @@ impl<
             unsafe {
                 my_turn.sync();
                 warpgroup::fence();
-                operands.scores(&mut s, q.stage, state.stage);
+                operands.scores(&mut s, state.stage);
                 warpgroup::commit();
                 operands.pv(&mut o, &probs, previous.stage);
                 warpgroup::commit();
@@ -156,7 +140,7 @@ impl<
             if PERSISTENT && block + 1 == blocks {
                 // SAFETY: this thread's one arrival for the tile, after its last read of Q
                 // (the scores just waited for; one tile per CTA needs no free Q).
-                unsafe { q_pipe.consumer_release(q) };
+                unsafe { q_free.arrive() };
             }
             pv_stage = previous;
             own_rows.mask(&mut s, block);

@@ -178,29 +178,28 @@ pub(crate) fn slice(p: &AttentionParams, batch: u32) -> u32 {
     if p.cu_seqlens_q == 0 { batch } else { 0 }
 }
 
-/// A consumer warpgroup's wgmma operands: its 64 rows of the Q buffers (`QCH` boxes: `DC` per
-/// buffer), and the K and V rings of `BN`-key blocks.
+/// A consumer warpgroup's wgmma operands: its 64 rows of a Q buffer, and the K and V rings of
+/// `BN`-key blocks.
 #[derive(Clone, Copy)]
-pub(crate) struct Operands<T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize, const QCH: usize> {
-    pub(crate) q: SmemTileRing<T, Q_ROWS, CHUNK, Swizzle128B, QCH>,
+pub(crate) struct Operands<T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
+    pub(crate) q: SmemTileRing<T, Q_ROWS, CHUNK, Swizzle128B, DC>,
     pub(crate) k: SmemTileRing<T, BN, CHUNK, Swizzle128B, KCH>,
     pub(crate) v: SmemTileMnRing<T, BN, CHUNK, DC, Swizzle128B, RING>,
     pub(crate) wg: u32,
 }
 
-impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const KCH: usize, const QCH: usize>
-    Operands<T, DC, BN, RING, KCH, QCH>
+impl<T: WgmmaElement, const DC: usize, const BN: usize, const RING: usize, const KCH: usize>
+    Operands<T, DC, BN, RING, KCH>
 {
-    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows of Q buffer `q_buffer` (not
-    /// committed).
+    /// Issues `s = Q·K_stageᵀ` for this warpgroup's rows (not committed).
     ///
     /// # Safety
-    /// The whole warpgroup, convergently, after `warpgroup::fence`; the Q buffer and the stage
-    /// have landed and stay until a wait covers these wgmmas.
+    /// The whole warpgroup, convergently, after `warpgroup::fence`; Q and the stage have landed
+    /// and stay until a wait covers these wgmmas.
     #[inline(always)]
-    pub(crate) unsafe fn scores<S: WgmmaSs<T::Kind, T::Kind>>(&self, s: &mut S, q_buffer: u32, stage: u32) {
+    pub(crate) unsafe fn scores<S: WgmmaSs<T::Kind, T::Kind>>(&self, s: &mut S, stage: u32) {
         for c in 0..DC as u32 {
-            let q = self.q.stage(q_buffer * DC as u32 + c).rows::<{ WGMMA_M as usize }>(self.wg);
+            let q = self.q.stage(c).rows::<{ WGMMA_M as usize }>(self.wg);
             // SAFETY: forwarded to the caller.
             unsafe { warpgroup::mma(s, &q, &self.k.stage(stage * DC as u32 + c), c > 0) };
         }
