@@ -245,11 +245,9 @@ unsafe fn attention<
                     }
                     t = if PERSISTENT { claims.claim() } else { tiles.count() };
                 };
-                // (One tile per CTA: its buffer is free, the first lap.)
                 if PERSISTENT {
                     q_pipe.producer_wait(q_state);
-                    // SAFETY: this thread, after the buffer's free barrier, before the arrival
-                    // below.
+                    // SAFETY: the one thread, after the free barrier, before the arrival below.
                     unsafe { slot.publish(q_state.stage, t) };
                 }
                 let Some(w) = work else {
@@ -351,8 +349,7 @@ unsafe fn attention<
         // SAFETY: the up-front arrival of the protocol above (whole warpgroup).
         unsafe { turns.1.arrive() };
     }
-    // A tile's view: its Q buffer (boxes `DC · buffer ..`) with the buffer's free barrier, the
-    // K and V rings, the turns.
+    // A tile's view: its Q buffer (a window of DC boxes) and free barrier, K and V, the turns.
     let consumer = |buffer: u32| {
         let q_free = q_pipe.empty(buffer);
         let operands = Operands { q: q_tile.window::<DC>(buffer * DC as u32), k: k_ring, v: v_ring, wg };
@@ -364,13 +361,10 @@ unsafe fn attention<
         // The tiles the producer hands over, until an index past the last.
         loop {
             q_pipe.consumer_wait(q_state);
-            // The Q buffer and the tile as ptxas sees warp-uniform values (`warp::uniform`):
-            // the tile loop is then convergent to ptxas, and the key loop's descriptors stay
-            // uniform. One buffer is always buffer 0, a constant the descriptors fold.
-            // SAFETY: the whole warpgroup is here, every lane with the same ring position.
+            // Buffer and tile as warp-uniform values to ptxas: a convergent tile loop, uniform
+            // descriptors (one buffer: 0). SAFETY: the whole warpgroup, at one ring position.
             let q_buffer = if QS == 1 { 0 } else { unsafe { warp::uniform(q_state.stage) } };
-            // SAFETY: after the wait, before this thread's arrival on the buffer's free
-            // barrier (in `tile`); every lane reads the same slot.
+            // SAFETY: after the wait, before this thread's arrival on the buffer's free barrier.
             let t = unsafe { warp::uniform(slot.read(q_buffer)) };
             if t >= tiles.count() {
                 break;
@@ -381,9 +375,8 @@ unsafe fn attention<
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
             unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };
             q_state.advance();
-            // The loop's one back-edge, reached by the whole warp (`warp::converge`): O's and
-            // the log-sum-exp's stores branch per row.
-            // SAFETY: the whole warpgroup, at the end of each tile.
+            // The loop's one back-edge, reached by the whole warp: O's and the LSE's stores
+            // branch per row. SAFETY: the whole warpgroup, at the end of each tile.
             unsafe { warp::converge() };
         }
     } else {
@@ -392,9 +385,8 @@ unsafe fn attention<
         if let Some(w) = work {
             let q_full = q_pipe.full(0);
             let own = consumer(0);
-            // SAFETY: the whole warpgroup; `tile` waits for Q (buffer 0, its first phase) and
-            // the producer loads the key blocks. (Waiting here instead, ptxas spilled 32 bytes
-            // of the setup at d = 256.)
+            // SAFETY: the whole warpgroup; `tile` waits for Q (buffer 0, first phase; waiting
+            // here instead spilled 32 bytes at d = 256), the producer loads the key blocks.
             unsafe {
                 own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, Some((&q_full, &mut Phase::ZERO)))
             };
