@@ -23,7 +23,7 @@ use warpforge_abi::signatures::{
     QuantTensorStatic,
 };
 use warpforge_abi::{Entry, entries};
-use warpforge_host::{BufferElement, Error, LaunchConfig, Result};
+use warpforge_host::{BufferElement, Error, LaunchConfig, ParamList, Result, TypedKernel};
 use warpforge_logic::quant as q;
 
 use crate::Warpforge;
@@ -32,8 +32,6 @@ use crate::Warpforge;
 const THREADS: u32 = 256;
 /// Threads per block of the weight-block kernel (its `.reqntid`).
 const BLOCK_THREADS: u32 = 512;
-/// Resident blocks per SM the grid-stride loops are sized for.
-const BLOCKS_PER_SM: u32 = 8;
 /// Alignment of the element and code buffers (16-byte vector accesses).
 const ALIGN: u64 = 16;
 /// Elements per vector (one thread's share per step).
@@ -278,16 +276,17 @@ fn driver(call: &'static str) -> impl Fn(cudarc::driver::DriverError) -> Error {
 }
 
 impl Warpforge {
-    /// A grid for `work` units of one thread each, at most the resident blocks.
-    fn quant_grid(&self, work: usize) -> LaunchConfig {
-        let blocks = (work.div_ceil(THREADS as usize) as u64).clamp(1, (self.sm_count() * BLOCKS_PER_SM) as u64);
-        LaunchConfig::linear(blocks as u32, THREADS)
+    /// A grid for `work` units of one thread each: at most the blocks of `kernel` resident at
+    /// once (its occupancy at `THREADS` threads), since the kernels walk by the grid's stride.
+    fn quant_grid<L: ParamList>(kernel: &TypedKernel<L>, work: usize) -> Result<LaunchConfig> {
+        let plan = kernel.kernel().plan_persistent(THREADS, 0, None, work.div_ceil(THREADS as usize).max(1) as u64)?;
+        Ok(LaunchConfig::linear(plan.blocks, THREADS))
     }
 
     /// Per-token 1 × 128 e4m3 quantisation of the `m × k` row-major activation `x`
-    /// (`k % 128 == 0`): `codes` gets `m · k` e4m3 bytes (row-major), `scales` the f32 scale of
-    /// each group MN-major, `scales[g · round_up(m, 4) + row]` (`k/128 · round_up(m, 4)`
-    /// entries; the padding rows get 0). Scale `amax/448` (or its power-of-two ceiling), 1 for
+    /// (`k % 128 == 0`): `codes` gets `m · k` e4m3 bytes (row-major), `scales` (16-byte
+    /// aligned) the f32 scale of each group MN-major, `scales[g · round_up(m, 4) + row]`
+    /// (`k/128 · round_up(m, 4)` entries; the padding rows get 0). Scale `amax/448` (or its power-of-two ceiling), 1 for
     /// an all-zero group.
     #[allow(clippy::too_many_arguments)]
     pub fn quantize_per_token_group<T: QuantInput>(
@@ -341,7 +340,13 @@ impl Warpforge {
             &e,
             x,
             codes,
-            &[Buffer::unaligned("scales", scales.len(), e.scales)],
+            // The per-token kernel writes a quad of rows' scales with one 16-byte store.
+            &[match scheme {
+                QuantScheme::PerTokenGroup => {
+                    Buffer { name: "scales", len: scales.len(), need: e.scales, addr: address_mut(scales, stream) }
+                }
+                _ => Buffer::unaligned("scales", scales.len(), e.scales),
+            }],
         )?;
         let kernel = self.entry(entry)?;
         let config = if scheme == QuantScheme::PerBlock {
@@ -349,11 +354,11 @@ impl Warpforge {
             let plan = kernel.kernel().plan_persistent(BLOCK_THREADS, 0, None, e.scales as u64)?;
             LaunchConfig::linear(plan.blocks, BLOCK_THREADS)
         } else {
-            self.quant_grid(e.elements / VEC)
+            Self::quant_grid(&kernel, e.elements / VEC)?
         };
         let pow2 = (rounding == ScaleRounding::PowerOfTwo) as u32;
         // SAFETY: x, codes and scales hold what the scheme's extents need (checked above), x and
-        // codes are 16-byte aligned, and codes and scales are borrowed mutably, so they overlap
+        // codes (and per-token scales) are 16-byte aligned, and codes and scales are borrowed mutably, so they overlap
         // nothing else; cols meets the scheme's multiple (extents).
         unsafe { kernel.launch(stream, &config, (rows as u64, cols as u64, pow2, x, codes, scales), []) }
     }
@@ -382,7 +387,7 @@ impl Warpforge {
         let amax = self.launch_amax::<T>(stream, x, e.elements)?;
         let entry = if format == Fp8Format::E4m3 { T::TENSOR_E4M3 } else { T::TENSOR_E5M2 };
         let kernel = self.entry(entry)?;
-        let config = self.quant_grid(e.elements.div_ceil(VEC));
+        let config = Self::quant_grid(&kernel, e.elements.div_ceil(VEC))?;
         // SAFETY: x holds n elements (16-byte aligned), codes n bytes (16-byte aligned), scale
         // one f32, amax one word written by the launch before on this stream; codes and scale
         // are borrowed mutably and amax is this call's own.
@@ -408,7 +413,7 @@ impl Warpforge {
         check_encoder_buffers("quantize_per_tensor_static", stream, &e, x, codes, &[])?;
         let entry = if format == Fp8Format::E4m3 { T::TENSOR_STATIC_E4M3 } else { T::TENSOR_STATIC_E5M2 };
         let kernel = self.entry(entry)?;
-        let config = self.quant_grid(e.elements.div_ceil(VEC));
+        let config = Self::quant_grid(&kernel, e.elements.div_ceil(VEC))?;
         // SAFETY: x holds n elements (16-byte aligned), codes n bytes (16-byte aligned) and is
         // borrowed mutably; scale is a positive normal f32 (checked above).
         unsafe { kernel.launch(stream, &config, (e.elements as u64, x, scale, codes), []) }
@@ -423,7 +428,7 @@ impl Warpforge {
     ) -> Result<cudarc::driver::CudaSlice<u32>> {
         let mut amax = stream.alloc_zeros::<u32>(1).map_err(driver("cuMemAlloc"))?;
         let kernel = self.entry(T::AMAX)?;
-        let config = self.quant_grid(n.div_ceil(VEC));
+        let config = Self::quant_grid(&kernel, n.div_ceil(VEC))?;
         // SAFETY: x holds n elements, 16-byte aligned (the caller checked); amax is one zeroed
         // word of this call's own, only touched atomically by the kernel.
         unsafe { kernel.launch(stream, &config, (n as u64, x, &mut amax), [])? };
@@ -454,7 +459,7 @@ impl Warpforge {
             &[Buffer::unaligned("scales", scales.len(), e.scales)],
         )?;
         let kernel = self.entry(T::MXFP8)?;
-        let config = self.quant_grid(e.elements / VEC);
+        let config = Self::quant_grid(&kernel, e.elements / VEC)?;
         // SAFETY: extents and buffers checked above (16-byte aligned x and codes); codes and
         // scales are borrowed mutably.
         unsafe { kernel.launch(stream, &config, (e.elements as u64, x, codes, scales), []) }
@@ -482,7 +487,7 @@ impl Warpforge {
             ],
         )?;
         let kernel = self.entry(O::MXFP8)?;
-        let config = self.quant_grid(e.elements / VEC);
+        let config = Self::quant_grid(&kernel, e.elements / VEC)?;
         // SAFETY: extents and buffers checked above (16-byte aligned codes and out); out is
         // borrowed mutably.
         unsafe { kernel.launch(stream, &config, (e.elements as u64, codes, scales, out), []) }
@@ -521,7 +526,7 @@ impl Warpforge {
         )?;
         let amax = self.launch_amax::<T>(stream, x, e.elements)?;
         let kernel = self.entry(T::NVFP4)?;
-        let config = self.quant_grid(e.elements / VEC);
+        let config = Self::quant_grid(&kernel, e.elements / VEC)?;
         // SAFETY: extents and buffers checked above (16-byte aligned x and codes); amax is this
         // call's word, written by the launch before on this stream; the outputs are borrowed
         // mutably.
@@ -558,7 +563,7 @@ impl Warpforge {
             &[Buffer::unaligned("scales", scales.len(), e.scales)],
         )?;
         let kernel = self.entry(T::NVFP4_STATIC)?;
-        let config = self.quant_grid(e.elements / VEC);
+        let config = Self::quant_grid(&kernel, e.elements / VEC)?;
         // SAFETY: extents and buffers checked above (16-byte aligned x and codes); the outputs
         // are borrowed mutably; global_scale is in the divisor's range (checked above).
         unsafe { kernel.launch(stream, &config, (e.elements as u64, x, global_scale, codes, scales), []) }
@@ -590,7 +595,7 @@ impl Warpforge {
             ],
         )?;
         let kernel = self.entry(O::NVFP4)?;
-        let config = self.quant_grid(e.elements / VEC);
+        let config = Self::quant_grid(&kernel, e.elements / VEC)?;
         // SAFETY: extents and buffers checked above (16-byte aligned codes and out); out is
         // borrowed mutably.
         unsafe { kernel.launch(stream, &config, (e.elements as u64, codes, scales, global_scale, out), []) }

@@ -369,6 +369,9 @@ fn bad_arguments_are_refused() {
     assert!(invalid(wf.quantize_per_token_group(stream, 4, 256, &x, exact, &mut codes, &mut few)), "short scales");
     let shifted = x.slice(1..);
     assert!(invalid(wf.quantize_per_token_group(stream, 4, 256, &shifted, exact, &mut codes, &mut scales)), "align");
+    let mut shifted_scales = scales.slice_mut(1..);
+    let refused = wf.quantize_per_token_group(stream, 4, 256, &x, exact, &mut codes, &mut shifted_scales);
+    assert!(invalid(refused), "per-token scales 16-byte aligned");
     assert!(invalid(wf.quantize_per_block(stream, 4, 250, &x, exact, &mut codes, &mut scales)), "K % 8");
     assert!(invalid(wf.mxfp8_encode(stream, 4, 48, &x, &mut codes, &mut poisoned(64, 0u8))), "K % 32");
     let mut global: CudaSlice<f32> = poisoned(1, 0.0);

@@ -1,6 +1,7 @@
 //! The fuzzer on the quantisers' per-token (1 × 128) and per-block (128 × 128) FP8 entry points:
 //! any rows and columns (extremes included), bf16 and f16, both scale roundings, and views of
-//! x, the codes and the scales at offsets (misaligned for 16-byte vectors) and of mismatched
+//! x, the codes and the scales at offsets (misaligned for 16-byte vectors; per-token scales
+//! must be aligned too) and of mismatched
 //! lengths. Each call is refused with a typed error exactly when the oracle says so, else its
 //! codes and scales match `logic::quant` bit for bit and nothing outside the views is written.
 
@@ -31,6 +32,10 @@ fn oracle<T>(scheme: QuantScheme, rows: usize, cols: usize, views: [View; 3]) ->
     let misaligned = |offset_bytes: usize| !offset_bytes.is_multiple_of(16);
     if misaligned(vx.offset * std::mem::size_of::<T>()) || misaligned(vc.offset) {
         return Some("alignment");
+    }
+    // The per-token kernel writes four rows' f32 scales with one 16-byte store.
+    if scheme == QuantScheme::PerTokenGroup && misaligned(vs.offset * std::mem::size_of::<f32>()) {
+        return Some("scale alignment");
     }
     None
 }

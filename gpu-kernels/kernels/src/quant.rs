@@ -11,16 +11,17 @@
 //! `cvt.rn.satfinite` (bit-identical to the software encoder on every non-NaN input, which the
 //! GPU tests check).
 //!
-//! Per-token groups: a group is 128 consecutive elements of a row, so with `K % 128 == 0` the
-//! groups tile the matrix contiguously; a warp takes 512 consecutive elements per step (four
-//! groups of 8 lanes, two vectors per lane, so a group's scale arithmetic is shared by twice
-//! the elements), reduces each group's amax over its 8 lanes with three butterfly shuffles,
-//! and writes the scale MN-major (`logic::quant::group_scale_index`), each lane stepping its
-//! group's (row, group) coordinates by the grid's fixed stride instead of dividing.
+//! Per-token groups: a group is 128 consecutive elements of a row (`K % 128 == 0`). A warp
+//! step takes one group column of eight rows, two quads (8 lanes a group, two vectors per lane,
+//! so a group's scale arithmetic is shared by twice the elements; all four loads in flight
+//! before either quad is reduced), reduces each group's amax over its 8 lanes with three
+//! butterfly shuffles, and writes each quad's four scales, consecutive in the MN-major layout
+//! (`logic::quant::group_scale_index`), as one 16-byte store; the steps' (rows, group)
+//! coordinates move by the grid's fixed stride instead of dividing.
 //!
 //! Weight blocks (128 × 128) are `quant_block`'s, on the same vocabulary.
 
-use warpforge_dsl::global::{self, Bf16x8, F16x8, ReadOnlyNoL1, Vector16};
+use warpforge_dsl::global::{self, Bf16x8, F16x8, F32x4, ReadOnlyNoL1, Vector16};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant::{self as q, Minifloat};
 use warpforge_dsl::math::max_s16x2;
@@ -224,44 +225,8 @@ pub(crate) unsafe fn for_each_vector<T: Input16, const BACKWARD: bool>(
     }
 }
 
-/// Walks `n_vec` 8-element vectors of `x` (`n_vec` a multiple of `2 · LANES`) in runs of
-/// `2 · LANES` consecutive vectors, two vectors per lane: each step a warp takes `64`
-/// consecutive vectors, `32 / LANES` runs, and lane `l` holds vectors `v` and `v + LANES` with
-/// `v = base + (l / LANES) · 2 · LANES + l % LANES`, so each run lies on an aligned set of
-/// `LANES` lanes and each of the two loads reads `16 · LANES` contiguous bytes per run. Calls
-/// `f(v, in_range, [first, second])` on every lane of every step (warp-uniform control flow, so
-/// `f` may use warp collectives); runs past the end see zeros. A lane's successive calls see
-/// `v` grow by `2 · grid_stride_x()`. Per run, the run's amax and scale cost half what they do
-/// with one vector per lane ([`for_each_vector`]).
-///
-/// # Safety
-/// `x` is 16-byte aligned and holds `8 · n_vec` elements not written during the launch; the
-/// block size is a multiple of 32; `n_vec + 2 · grid_stride_x() < 2^32`.
-#[inline(always)]
-pub(crate) unsafe fn for_each_vector_pair<T: Input16, const LANES: u32>(
-    n_vec: u32,
-    x: *const T,
-    mut f: impl FnMut(u32, bool, [T::Vector; 2]),
-) {
-    let lane = lane_id();
-    let stride = 2 * grid_stride_x() as u32;
-    let mut v = 2 * (global_x() as u32 - lane) + lane / LANES * 2 * LANES + lane % LANES;
-    let load = |v: u32| {
-        // SAFETY: the caller checked v < n_vec (a run lies wholly inside or outside), so the
-        // vector lies inside x; aligned as 16 · v from x.
-        unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
-    };
-    // Warp-uniform: the warp's first vector, `v - lane's offset`, is the same on every lane.
-    while v - (lane / LANES * 2 * LANES + lane % LANES) < n_vec {
-        let in_range = v < n_vec;
-        let pair = if in_range { [load(v), load(v + LANES)] } else { [zero_vector::<T>(); 2] };
-        f(v, in_range, pair);
-        v += stride;
-    }
-}
-
 /// Walks `n_vec` 8-element vectors of `x` (`n_vec` even) as blocks of two consecutive vectors,
-/// one block per lane, with the loads of [`for_each_vector_pair`] over runs of 32 vectors: each
+/// one block per lane, with loads over runs of 32 vectors, two per lane: each
 /// step a warp loads 64 consecutive vectors, lane `l` of half `h` the vectors `v = base + 32h +
 /// l` and `v + 16` (every load instruction reads two 256-byte runs), then neighbouring lanes
 /// swap one vector (four shuffles): an even lane keeps block `v / 2` (its first vector and its
@@ -329,84 +294,125 @@ pub(crate) unsafe fn store8(out: *mut u8, v: usize, bytes: u64) {
 /// Lanes per per-token group: 8 lanes × 2 vectors × 8 elements = 128.
 const GROUP_LANES: u32 = q::GROUP as u32 / (2 * VEC);
 
-/// An item's (row, column) in a row-major grid of `per_row` columns (a per-token group's row
-/// and group in the row, a weight block's block row and column), moved a fixed number of
-/// items at a time without dividing.
-pub(crate) struct GridCursor {
-    pub(crate) row: u32,
-    pub(crate) col: u32,
-    per_row: u32,
-    step_rows: u32,
-    step_cols: u32,
-}
-
-impl GridCursor {
-    /// At item `first`, moving `step` items per [`Self::advance`].
-    #[inline(always)]
-    pub(crate) fn new(first: u32, step: u32, per_row: u32) -> Self {
-        GridCursor {
-            row: first / per_row,
-            col: first % per_row,
-            per_row,
-            step_rows: step / per_row,
-            step_cols: step % per_row,
-        }
-    }
-
-    /// Moves `step` items on.
-    #[inline(always)]
-    pub(crate) fn advance(&mut self) {
-        self.row += self.step_rows;
-        self.col += self.step_cols;
-        if self.col >= self.per_row {
-            self.col -= self.per_row;
-            self.row += 1;
-        }
-    }
-}
-
 /// Per-token 1 × 128 e4m3 quantisation of the `rows × cols` row-major `x` (`cols % 128 == 0`).
+///
+/// A warp step is one group column `g` of eight rows `8o … 8o + 7`, two quads (rows from
+/// `rows` up to the scale pitch read as zeros and get scale 0; a quad past the pitch is
+/// skipped): lane `l` takes row `4q + l / 8` of each quad and that group's vectors `l % 8` and
+/// `l % 8 + 8`, so each load reads 128 contiguous bytes per row, and all four loads are issued
+/// before either quad is reduced. A quad's four scales, MN-major, are consecutive: lanes 0 and
+/// 1 write the two quads' with one instruction of 16-byte stores. Steps go to warps
+/// round-robin, octet-major (`logic::quant::GridCursor`), so a CTA's warps walk along the same
+/// eight rows.
 ///
 /// # Safety
 /// `x` (16-byte aligned) holds `rows · cols ≤ logic::quant::MAX_ELEMENTS` elements, `out`
-/// (8-byte aligned) as many bytes, `scales` `cols / 128 · round_up(rows, 4)` f32; none
-/// overlap, `x` is not written; the grid has fewer than 2^30 threads.
+/// (8-byte aligned) as many bytes, `scales` (16-byte aligned) `cols / 128 · round_up(rows, 4)`
+/// f32; none overlap, `x` is not written; the block size is a multiple of 32 and the grid has
+/// fewer than 2^30 threads.
 #[inline(always)]
 unsafe fn quant_group<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, out: *mut u8, scales: *mut f32) {
+    const QUAD: u32 = q::SCALE_ROW_ALIGN as u32;
     // All below 2^31 (MAX_ELEMENTS): 32-bit arithmetic.
-    let n_vec = (rows * cols / VEC as u64) as u32;
     let (rows, groups_per_row) = (rows as u32, (cols / q::GROUP as u64) as u32);
-    let pitch = rows.div_ceil(q::SCALE_ROW_ALIGN as u32) * q::SCALE_ROW_ALIGN as u32;
-    // A warp step covers 64 vectors, four groups on 8 lanes each; a lane's group moves by
-    // `2 · grid_stride_x() / 16` groups per step (the stride is a multiple of 32).
-    let group_of = |v: u32| v / (2 * GROUP_LANES);
-    let first = 2 * (global_x() as u32 - lane_id()) + lane_id() / GROUP_LANES * 2 * GROUP_LANES;
-    let mut cursor = GridCursor::new(group_of(first), group_of(2 * grid_stride_x() as u32), groups_per_row);
-    // SAFETY: the contract above (n_vec is a multiple of 16, cols % 128 == 0); the closure runs
-    // warp-uniformly.
-    unsafe {
-        for_each_vector_pair::<T, GROUP_LANES>(n_vec, x, |v, in_range, pair| {
-            let key = AmaxKey::of::<T>(pair[0]).max(AmaxKey::of::<T>(pair[1]));
-            let amax = key.across_lanes::<GROUP_LANES>().amax::<T>();
-            let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
-            if in_range {
-                let inverse = 1.0 / scale;
-                for (j, raw) in pair.into_iter().enumerate() {
-                    let at = v as usize + j * GROUP_LANES as usize;
-                    store8(out, at, pack8::<E4m3>(&T::widen(raw).map(|e| e * inverse)));
-                }
-                if lane_id() % GROUP_LANES == 0 {
-                    let (row, group) = (cursor.row, cursor.col);
-                    let at = |r: u32| q::group_scale_index(r as usize, group as usize, pitch as usize);
-                    scales.add(at(row)).write(scale);
-                    if row + 1 == rows {
-                        (rows..pitch).for_each(|r| scales.add(at(r)).write(0.0));
-                    }
-                }
-            }
-            cursor.advance();
-        })
+    let quads = rows.div_ceil(QUAD);
+    let pitch = quads * QUAD;
+    let steps = quads.div_ceil(2) * groups_per_row;
+    let (lane, warps) = (lane_id(), grid_stride_x() as u32 / 32);
+    let mut step = global_x() as u32 / 32;
+    let mut cursor = q::GridCursor::new(step, warps, groups_per_row);
+    // Warp-uniform: `step` is the warp's.
+    while step < steps {
+        let (octet, group) = (cursor.row, cursor.col);
+        let rows_of = |quad: u32| quad * QUAD + lane / GROUP_LANES;
+        let (first, second) = (
+            GroupRun::load(x, rows, groups_per_row, rows_of(2 * octet), group),
+            GroupRun::load(x, rows, groups_per_row, rows_of(2 * octet + 1), group),
+        );
+        // SAFETY: all 32 lanes run this loop together (its condition is warp-uniform); out
+        // holds as many bytes as x has elements.
+        let (s0, s1) = unsafe { (first.quantise(out, pow2), second.quantise(out, pow2)) };
+        let quad = 2 * octet + lane;
+        if lane < 2 && quad < quads {
+            let at = q::group_scale_index((quad * QUAD) as usize, group as usize, pitch as usize);
+            // SAFETY: the four scales of rows 4q … 4q + 3 in column g are consecutive inside
+            // scales (q < quads: pitch rows per column), 16-byte aligned (pitch and 4q are
+            // multiples of 4), and only this lane of this warp's step writes them.
+            unsafe { global::store_f32x4(scales.add(at), if lane == 0 { s0 } else { s1 }) };
+        }
+        cursor.advance();
+        step += warps;
     }
+}
+
+/// One lane's share of a per-token group: its row, its first vector and the two vectors it
+/// loaded (zeros past the last row).
+#[derive(Clone, Copy)]
+struct GroupRun<T: Input16> {
+    in_range: bool,
+    v: u32,
+    pair: [T::Vector; 2],
+}
+
+impl<T: Input16> GroupRun<T> {
+    /// Lane's vectors `l % 8` and `l % 8 + 8` of group `group` in `row`.
+    #[inline(always)]
+    fn load(x: *const T, rows: u32, groups_per_row: u32, row: u32, group: u32) -> Self {
+        let per_group = 2 * GROUP_LANES;
+        let in_range = row < rows;
+        let v = row.wrapping_mul(groups_per_row * per_group) + group * per_group + lane_id() % GROUP_LANES;
+        let load = |v: u32| {
+            // SAFETY: the row is in range, so vector v (< rows · cols / 8) lies inside x (the
+            // caller's x, rows × cols elements); aligned as 16 · v from x.
+            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
+        };
+        let pair = if in_range { [load(v), load(v + GROUP_LANES)] } else { [zero_vector::<T>(); 2] };
+        GroupRun { in_range, v, pair }
+    }
+
+    /// Reduces the group's amax over its 8 lanes, writes its e4m3 codes, and returns the
+    /// scales of the quad's four rows (0 for rows past the end) on every lane.
+    ///
+    /// # Safety
+    /// All 32 lanes call it together, `out` holds a byte per element of x.
+    #[inline(always)]
+    unsafe fn quantise(self, out: *mut u8, pow2: u32) -> F32x4 {
+        let key = AmaxKey::of::<T>(self.pair[0]).max(AmaxKey::of::<T>(self.pair[1]));
+        // SAFETY: all 32 lanes (the caller's contract).
+        let amax = unsafe { key.across_lanes::<GROUP_LANES>() }.amax::<T>();
+        let scale = q::scale_from_amax(amax, E4m3::MAX, pow2 != 0);
+        if self.in_range {
+            let inverse = 1.0 / scale;
+            let codes = |raw: T::Vector| pack8::<E4m3>(&T::widen(raw).map(|e| e * inverse));
+            // SAFETY: vectors v and v + 8 are inside the row, so their 8 bytes each are inside
+            // out, written by this lane only. (Two stores written out: a loop over the pair
+            // stays rolled, indexing registers by selects.)
+            unsafe {
+                store8(out, self.v as usize, codes(self.pair[0]));
+                store8(out, (self.v + GROUP_LANES) as usize, codes(self.pair[1]));
+            }
+        }
+        let own = if self.in_range { scale } else { 0.0 };
+        // SAFETY: all 32 lanes; each row's scale is on every lane of its 8.
+        unsafe {
+            F32x4(
+                own,
+                gather_scale(own, GROUP_LANES),
+                gather_scale(own, 2 * GROUP_LANES),
+                gather_scale(own, 3 * GROUP_LANES),
+            )
+        }
+    }
+}
+
+/// Lane `src`'s `value`, on every lane.
+///
+/// # Safety
+/// All 32 lanes of the warp call it together.
+#[inline(always)]
+unsafe fn gather_scale(value: f32, src: u32) -> f32 {
+    // SAFETY: the caller's contract.
+    f32::from_bits(unsafe { warp::shuffle(value.to_bits(), src) })
 }
 
 /// Per-token 1 × 128 e4m3 quantisation of a bf16 activation; see the module doc.
@@ -414,7 +420,7 @@ unsafe fn quant_group<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
 /// # Safety
 /// As `quant_group`: `x` rows × cols bf16 (16-byte aligned, `cols % 128 == 0`), `out` as many
 /// bytes (8-byte aligned), `scales` `cols/128 · round_up(rows, 4)` f32, disjoint.
-#[kernel(max_threads = 1024)]
+#[kernel(max_threads = 1024, max_registers = 40)]
 pub unsafe fn quant_group_e4m3_bf16(rows: u64, cols: u64, pow2: u32, x: *const Bf16, out: *mut u8, scales: *mut f32) {
     // SAFETY: the launch contract above.
     unsafe { quant_group(rows, cols, pow2, x, out, scales) }
@@ -424,7 +430,7 @@ pub unsafe fn quant_group_e4m3_bf16(rows: u64, cols: u64, pow2: u32, x: *const B
 ///
 /// # Safety
 /// As [`quant_group_e4m3_bf16`], with f16 input.
-#[kernel(max_threads = 1024)]
+#[kernel(max_threads = 1024, max_registers = 40)]
 pub unsafe fn quant_group_e4m3_f16(rows: u64, cols: u64, pow2: u32, x: *const F16, out: *mut u8, scales: *mut f32) {
     // SAFETY: the launch contract above.
     unsafe { quant_group(rows, cols, pow2, x, out, scales) }

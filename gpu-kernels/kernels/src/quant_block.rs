@@ -16,7 +16,7 @@ use warpforge_dsl::num::{Bf16, E4m3, F16};
 use warpforge_dsl::regs::{RegArray, Regs4};
 use warpforge_dsl::thread::{block_idx, grid_size, thread_rank};
 
-use crate::quant::{AmaxKey, GridCursor, Input16, VEC, pack8, store8, zero_vector};
+use crate::quant::{AmaxKey, Input16, VEC, pack8, store8, zero_vector};
 
 /// Threads per weight-block CTA: 16 column vectors × 32 row lanes.
 pub const BLOCK_THREADS: u32 = 512;
@@ -97,7 +97,7 @@ unsafe fn quant_block<T: Input16>(rows: u64, cols: u64, pow2: u32, x: *const T, 
     // Below 2^20 blocks (MAX_ELEMENTS / 128²): 32-bit block indices.
     let block_cols = cols.div_ceil(q::BLOCK as u64) as u32;
     let blocks = (rows.div_ceil(q::BLOCK as u64) as u32) * block_cols;
-    let mut cursor = GridCursor::new(block_idx().x, grid_size(), block_cols);
+    let mut cursor = q::GridCursor::new(block_idx().x, grid_size(), block_cols);
     let mut b = block_idx().x;
     // SAFETY: the contract above (rows past the end load nothing).
     let mut share = unsafe { load_block_share(rows, cols, cursor.row, cursor.col, x) };

@@ -3,8 +3,8 @@
 //! derives the scale (`logic::quant::scale_from_amax`), writes it, and quantises.
 //!
 //! The amax travels as the f32's bits in a `u32`: for non-negative floats the bit patterns
-//! order like the values, so one `atom.global.max.u32` per warp (after a warp max) combines the
-//! CTAs; the host zeroes the word first. NaN and ±∞ are left out of the amax
+//! order like the values, so one `atom.global.max.u32` per CTA (after a block max) combines
+//! the CTAs; the host zeroes the word first. NaN and ±∞ are left out of the amax
 //! (`logic::quant::finite_abs`). Both kernels are grid-stride loops over 16-byte vectors of
 //! eight inputs with a scalar tail for `n % 8`, the quantiser walking backward so that its
 //! first reads hit what the amax pass left in L2; NVFP4's encoder (`quant_mx`) reuses `amax_*`
@@ -12,43 +12,44 @@
 //! activation scales), `quant_tensor_static_*` is the quantiser alone: one pass.
 
 use warpforge_dsl::atomic::AtomicCell;
+use warpforge_dsl::block::ReduceScratch;
 use warpforge_dsl::global::{self, ReadOnlyNoL1};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant as q;
 use warpforge_dsl::num::{Bf16, E4m3, E5m2, F16};
 use warpforge_dsl::regs::{RegArray, Regs4};
-use warpforge_dsl::thread::{global_x, grid_stride_x, lane_id};
-use warpforge_dsl::warp;
+use warpforge_dsl::thread::{global_x, grid_stride_x, thread_rank};
 
-use crate::quant::{AmaxKey, Fp8, Input16, VEC, pack8, store8};
+use crate::quant::{AmaxKey, Fp8, Input16, VEC, for_each_vector, pack8, store8};
 
 /// Folds the largest finite magnitude of `x[0..n]` into `*amax` (f32 bits, `atom.max.u32`).
 ///
 /// # Safety
 /// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, not written during the launch; `amax` is a
-/// 4-byte-aligned word accessed only atomically during the launch; block size a multiple of 32.
+/// 4-byte-aligned word accessed only atomically during the launch; block size a multiple of 32,
+/// fewer than 2^30 threads.
 #[inline(always)]
 unsafe fn amax_of<T: Input16>(n: u64, x: *const T, amax: *mut u32) {
+    // SAFETY: once per kernel, outside any loop (this function is the kernels' whole body).
+    let scratch = unsafe { ReduceScratch::<f32>::declare() };
     // Below 2^31 (MAX_ELEMENTS): 32-bit vector indices.
     let n_vec = (n / VEC as u64) as u32;
     let mut key = AmaxKey::ZERO;
-    let mut i = global_x() as u32;
-    while i < n_vec {
-        // SAFETY: i < n / 8: the vector lies inside x and is 16-byte aligned.
-        key = key.max(AmaxKey::of::<T>(unsafe {
-            global::load::<T::Vector, ReadOnlyNoL1>(x.add(i as usize * VEC as usize))
-        }));
-        i += grid_stride_x() as u32;
-    }
+    // Two vectors per lane in flight (`for_each_vector`); lanes past the end see zeros, whose
+    // key is the identity.
+    // SAFETY: the contract above (n_vec < 2^31, the grid below 2^30 threads).
+    unsafe { for_each_vector::<T, false>(n_vec, x, |_, _, raw| key = key.max(AmaxKey::of::<T>(raw))) };
     let mut a = key.amax::<T>();
     let tail = n_vec as u64 * VEC as u64 + global_x() as u64;
     if tail < n {
         // SAFETY: tail < n.
         a = q::amax_combine(a, q::finite_abs(unsafe { (*x.add(tail as usize)).widen_one() }));
     }
-    // SAFETY: every lane reaches this (no early exit above).
-    let a = unsafe { warp::max(a) };
-    if lane_id() == 0 && a > 0.0 {
+    // SAFETY: every thread of the block reaches this (no early exit above), and nothing else
+    // uses barrier 0.
+    let a = unsafe { scratch.max(a) };
+    // One atomic per CTA: a thousand warps' atomics on one word queue at its L2 slice.
+    if thread_rank() == 0 && a > 0.0 {
         // SAFETY: the contract above.
         unsafe { AtomicCell::new(amax) }.fetch_max(a.to_bits());
     }

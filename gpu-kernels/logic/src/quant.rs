@@ -250,6 +250,44 @@ pub const fn group_scale_index(row: usize, g: usize, m_pad: usize) -> usize {
     g * m_pad + row
 }
 
+/// An item's (row, column) in a row-major grid of `per_row` columns (a per-token quad's rows and
+/// group column, a weight block's block row and column), moved a fixed number of items at a
+/// time without dividing: the quantisers' walks, where item `first + i · step` is visited on
+/// the `i`-th [`Self::advance`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GridCursor {
+    pub row: u32,
+    pub col: u32,
+    per_row: u32,
+    step_rows: u32,
+    step_cols: u32,
+}
+
+impl GridCursor {
+    /// At item `first`, moving `step` items per [`Self::advance`] (`per_row ≥ 1`).
+    #[inline(always)]
+    pub const fn new(first: u32, step: u32, per_row: u32) -> Self {
+        GridCursor {
+            row: first / per_row,
+            col: first % per_row,
+            per_row,
+            step_rows: step / per_row,
+            step_cols: step % per_row,
+        }
+    }
+
+    /// Moves `step` items on.
+    #[inline(always)]
+    pub const fn advance(&mut self) {
+        self.row += self.step_rows;
+        self.col += self.step_cols;
+        if self.col >= self.per_row {
+            self.col -= self.per_row;
+            self.row += 1;
+        }
+    }
+}
+
 /// Where the scale of the weight block holding element `(n, k)` of an `N × K` matrix lives.
 #[inline(always)]
 pub const fn block_scale_index(n: usize, k: usize, cols: usize) -> usize {

@@ -171,6 +171,42 @@ fn layouts() {
     assert_eq!(block_scale_index(299, 130, 200), 5);
 }
 
+/// The quantisers' walks: a walker that starts at item `first` and advances by `step` sees
+/// item `first + i · step` as (row, column) on its `i`-th advance, across row wraps, for
+/// strides below, equal to and above the row length; and the per-token kernel's warps, each
+/// starting at its index and stepping by the warp count, visit every (quad, group) once.
+#[test]
+fn grid_cursor_walks_by_a_fixed_stride() {
+    for per_row in [1u32, 2, 7, 13, 15, 56, 64] {
+        for step in [1u32, 3, 13, 64, 65, 1000, 8448] {
+            for first in [0u32, 1, 5, step.saturating_sub(1)] {
+                let mut cursor = GridCursor::new(first, step, per_row);
+                for i in 0..200 {
+                    let item = first + i * step;
+                    assert_eq!(
+                        (cursor.row, cursor.col),
+                        (item / per_row, item % per_row),
+                        "{first} + {i}·{step} / {per_row}"
+                    );
+                    cursor.advance();
+                }
+            }
+        }
+    }
+    for (quads, per_row, warps) in [(750u32, 13u32, 8448u32), (2048, 15, 8448), (3, 56, 7), (1, 1, 32)] {
+        let mut seen = vec![0u8; (quads * per_row) as usize];
+        for warp in 0..warps {
+            let (mut step, mut cursor) = (warp, GridCursor::new(warp, warps, per_row));
+            while step < quads * per_row {
+                seen[(cursor.row * per_row + cursor.col) as usize] += 1;
+                cursor.advance();
+                step += warps;
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1), "{quads} quads × {per_row} groups on {warps} warps");
+    }
+}
+
 /// Exact widening of a 16-bit float's bits.
 type Widen = fn(u16) -> f32;
 
