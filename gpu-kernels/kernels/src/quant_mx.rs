@@ -21,16 +21,17 @@
 //! builds each e2m1 value from its code's bits (`logic::quant::e2m1_tiny`, three integer
 //! instructions and a multiply), the reference's value to the bit.
 
-use warpforge_dsl::global::{self, Bf16x8, F32x4, Streaming};
+use warpforge_dsl::global::{self, Bf16x8, F32x4, ReadOnlyNoL1, Streaming};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant as q;
 #[cfg(warpforge_arch = "sm_100a")]
 use warpforge_dsl::num::E2m1;
 use warpforge_dsl::num::{Bf16, E4m3, F16};
 use warpforge_dsl::regs::{RegArray, Regs8};
-use warpforge_dsl::thread::{global_x, grid_stride_x};
+use warpforge_dsl::thread::{global_x, grid_stride_x, lane_id};
+use warpforge_dsl::warp;
 
-use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, for_each_vector, has_nan, pack8, store8};
+use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, has_nan, pack8, store8, zero_vector};
 
 /// Vectors per MX block (4 lanes × 8 = 32 elements).
 const MX_LANES: u32 = q::MX_BLOCK as u32 / VEC;
@@ -68,23 +69,61 @@ impl Output8 for f32 {
 /// MXFP8 encode of `n` elements (`n % 32 == 0`): e4m3 bytes to `out`, one UE8M0 byte per
 /// 32 elements to `scales`.
 ///
+/// A warp step is 128 consecutive vectors, four chunks of 32 (lane `l` loads vector `l` of
+/// each, all four loads first): a chunk's 8 MX blocks lie on aligned runs of 4 lanes. The
+/// step's 32 scale bytes are consecutive, so after the four chunks each lane packs its blocks'
+/// bytes into one word, and lane `L` stores byte `L` (chunk `L / 8`, block `L % 8`, taken from
+/// lane `4 · (L % 8)` by one shuffle): one 32-byte store per step instead of four of 8 bytes.
+///
 /// # Safety
 /// `x` (16-byte aligned) holds `n ≤ logic::quant::MAX_ELEMENTS` elements, read-only; `out`
-/// (8-byte aligned) `n` bytes; `scales` `n / 32` bytes; disjoint; fewer than 2^30 threads.
+/// (8-byte aligned) `n` bytes; `scales` `n / 32` bytes; disjoint; the block size a multiple of
+/// 32, fewer than 2^28 threads.
 #[inline(always)]
 unsafe fn mxfp8_encode<T: Input16>(n: u64, x: *const T, out: *mut u8, scales: *mut u8) {
-    // SAFETY: the contract above (n / 8 < 2^31); the closure runs warp-uniformly.
-    unsafe {
-        for_each_vector::<T, false>((n / VEC as u64) as u32, x, |v, in_range, raw| {
-            let byte = q::mx_scale_byte(AmaxKey::of::<T>(raw).across_lanes::<MX_LANES>().amax::<T>());
+    // Below 2^31 (MAX_ELEMENTS); `base + 4 · grid_stride_x()` stays below 2^32.
+    let n_vec = (n / VEC as u64) as u32;
+    let lane = lane_id();
+    let mut base = 4 * (global_x() as u32 - lane);
+    let stride = 4 * grid_stride_x() as u32;
+    let load = |v: u32| {
+        if v < n_vec {
+            // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
+            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
+        } else {
+            zero_vector::<T>()
+        }
+    };
+    // Warp-uniform: `base` is the warp's.
+    while base < n_vec {
+        let at = |chunk: u32| base + 32 * chunk + lane;
+        let raw = [load(at(0)), load(at(1)), load(at(2)), load(at(3))];
+        let mut bytes = 0u32;
+        // The four chunks written out: a loop over them stays rolled, indexing registers by
+        // selects.
+        let mut encode = |chunk: u32| {
+            let raw = raw[chunk as usize];
+            // SAFETY: all 32 lanes run this loop together (its condition is warp-uniform).
+            let byte = q::mx_scale_byte(unsafe { AmaxKey::of::<T>(raw).across_lanes::<MX_LANES>() }.amax::<T>());
             let factor = q::exp2i(127 - byte as i32);
-            if in_range {
-                store8(out, v as usize, pack8::<E4m3>(&T::widen(raw).map(|e| e * factor)));
-                if v % MX_LANES == 0 {
-                    scales.add((v / MX_LANES) as usize).write(byte);
-                }
+            if at(chunk) < n_vec {
+                // SAFETY: the vector is inside x, so its 8 bytes are inside out, this lane's.
+                unsafe { store8(out, at(chunk) as usize, pack8::<E4m3>(&T::widen(raw).map(|e| e * factor))) };
             }
-        })
+            bytes |= (byte as u32) << (8 * chunk);
+        };
+        encode(0);
+        encode(1);
+        encode(2);
+        encode(3);
+        // SAFETY: all 32 lanes, as above.
+        let word = unsafe { warp::shuffle(bytes, MX_LANES * (lane % 8)) };
+        let block = base / MX_LANES + lane;
+        if block < n_vec / MX_LANES {
+            // SAFETY: block < n / 32: inside scales, written by this lane only.
+            unsafe { scales.add(block as usize).write((word >> (8 * (lane / 8))) as u8) };
+        }
+        base += stride;
     }
 }
 
