@@ -148,6 +148,21 @@ pub(crate) fn zero_vector<T: Input16>() -> T::Vector {
     T::Vector::from_words((0, 0, 0, 0))
 }
 
+/// Vector `v` of `x`, or zeros where `v ≥ n_vec` (lanes past the end of a walk).
+///
+/// # Safety
+/// `x` is 16-byte aligned, holds `8 · n_vec` elements, and is not written during the launch.
+#[inline(always)]
+pub(crate) unsafe fn load_or_zero<T: Input16>(x: *const T, v: u32, n_vec: u32) -> T::Vector {
+    if v < n_vec {
+        // SAFETY: v < n_vec, so the vector lies inside x (the caller's contract); aligned as
+        // 16 · v from x.
+        unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
+    } else {
+        zero_vector::<T>()
+    }
+}
+
 /// An FP8 output format: its `logic` description and the hardware's saturating conversion.
 pub(crate) trait Fp8: Copy {
     /// The format, for the scale rule.
@@ -205,14 +220,8 @@ pub(crate) unsafe fn for_each_vector<T: Input16, const BACKWARD: bool>(
     // The last step's first vector; the walk below only runs when n_vec ≥ 1.
     let last = n_vec.saturating_sub(1) / 32 * 32;
     let step = |base: u32| if BACKWARD { last - base } else { base };
-    let load = |v: u32| {
-        if v < n_vec {
-            // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
-            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
-        } else {
-            zero_vector::<T>()
-        }
-    };
+    // SAFETY: the caller's contract on x and n_vec.
+    let load = |v: u32| unsafe { load_or_zero(x, v, n_vec) };
     while base < n_vec {
         let (v0, v1) = (step(base) + lane, if base + stride < n_vec { step(base + stride) + lane } else { n_vec });
         let (x0, x1) = (load(v0), load(v1));
@@ -251,14 +260,8 @@ pub(crate) unsafe fn for_each_block16<T: Input16>(
     let odd = lane % 2 == 1;
     let stride = 2 * grid_stride_x() as u32;
     let mut v = 2 * (global_x() as u32 - lane) + offset;
-    let load = |v: u32| {
-        if v < n_vec {
-            // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
-            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
-        } else {
-            zero_vector::<T>()
-        }
-    };
+    // SAFETY: the caller's contract on x and n_vec.
+    let load = |v: u32| unsafe { load_or_zero(x, v, n_vec) };
     // Warp-uniform: the warp's first vector, `v - offset`, is the same on every lane.
     while v - offset < n_vec {
         let (first, second) = (load(v), load(v + 16));

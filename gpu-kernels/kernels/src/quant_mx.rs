@@ -21,7 +21,7 @@
 //! builds each e2m1 value from its code's bits (`logic::quant::e2m1_tiny`, three integer
 //! instructions and a multiply), the reference's value to the bit.
 
-use warpforge_dsl::global::{self, Bf16x8, F32x4, ReadOnlyNoL1, Streaming};
+use warpforge_dsl::global::{self, Bf16x8, F32x4, Streaming};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::quant as q;
 #[cfg(warpforge_arch = "sm_100a")]
@@ -31,7 +31,7 @@ use warpforge_dsl::regs::{RegArray, Regs8};
 use warpforge_dsl::thread::{global_x, grid_stride_x, lane_id};
 use warpforge_dsl::warp;
 
-use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, has_nan, pack8, store8, zero_vector};
+use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, has_nan, load_or_zero, pack8, store8};
 
 /// Vectors per MX block (4 lanes × 8 = 32 elements).
 const MX_LANES: u32 = q::MX_BLOCK as u32 / VEC;
@@ -86,14 +86,8 @@ unsafe fn mxfp8_encode<T: Input16>(n: u64, x: *const T, out: *mut u8, scales: *m
     let lane = lane_id();
     let mut base = 4 * (global_x() as u32 - lane);
     let stride = 4 * grid_stride_x() as u32;
-    let load = |v: u32| {
-        if v < n_vec {
-            // SAFETY: v < n_vec, so the vector lies inside x; aligned as 16 · v from x.
-            unsafe { global::load::<T::Vector, ReadOnlyNoL1>(x.add(v as usize * VEC as usize)) }
-        } else {
-            zero_vector::<T>()
-        }
-    };
+    // SAFETY: the caller's contract on x and n_vec.
+    let load = |v: u32| unsafe { load_or_zero(x, v, n_vec) };
     // Warp-uniform: `base` is the warp's.
     while base < n_vec {
         let at = |chunk: u32| base + 32 * chunk + lane;
