@@ -18,8 +18,10 @@ halved when causal.
 
 Usage (GPU machine, after bash .ci/gpu-bundle):
   python3 benches/attention_vendor.py --warpforge .gpu/libwarpforge_python_ffi.so \
-      [--candidate OTHER.so ...] [--dtype bf16|f16] [--rounds N] [--filter SUBSTR] [--quick] [--out DIR]
-writes DIR/attention_sweep.csv and DIR/attention_sweep.svg (DIR defaults to $OUT or .).
+      [--candidate OTHER.so ...] [--dtype bf16|f16] [--rounds N] [--filter SUBSTR] [--quick]
+      [--set sweep|offbench] [--out DIR]
+writes DIR/attention_sweep.csv and DIR/attention_sweep.svg (attention_offbench.* for --set offbench;
+DIR defaults to $OUT or .).
 Without --warpforge only the vendor columns are timed. Each --candidate adds another warpforge
 build (a change under test) as a side `candN`, timed in the same rotation on the same inputs and
 verified the same way, with its ratio to the first (`candN/ours`).
@@ -55,6 +57,38 @@ def shapes():
         ("gqa_chunk512_of_8k", 4, 32, 8, 512, 8192, 128, False),
     ]
     return rows
+
+
+def offbench_shapes():
+    """`--set offbench`: problems outside the sweep's grid, as a service would send them."""
+    return [
+        # Ragged lengths (not multiples of any tile), non-causal and causal.
+        ("d128_s1000_b16", 16, 16, 16, 1000, 1000, 128, False),
+        ("d128_s3000_b5_causal", 5, 16, 16, 3000, 3000, 128, True),
+        ("d64_s777_b20", 20, 32, 32, 777, 777, 64, False),
+        ("d64_s2500_b6_causal", 6, 32, 32, 2500, 2500, 64, True),
+        ("d256_s1500_b8", 8, 8, 8, 1500, 1500, 256, False),
+        # One long sequence with few heads: few tiles per SM.
+        ("d128_b1_h8_s8192", 1, 8, 8, 8192, 8192, 128, False),
+        ("d128_b1_h8_s8192_causal", 1, 8, 8, 8192, 8192, 128, True),
+        ("d64_b1_h16_s4096_causal", 1, 16, 16, 4096, 4096, 64, True),
+        # GQA 4 and MQA at ragged lengths.
+        ("gqa4_d128_s1537", 3, 32, 8, 1537, 1537, 128, False),
+        ("mqa_d128_s2049_causal", 2, 16, 1, 2049, 2049, 128, True),
+        # A short chunk against a long cache (S_q < S_k, non-causal) and a decode-sized query.
+        ("chunk64_of_4k_gqa8", 8, 32, 4, 64, 4096, 128, False),
+        ("chunk300_of_6000", 2, 16, 16, 300, 6000, 128, False),
+        ("decode_q1_k8192_gqa8", 16, 32, 4, 1, 8192, 128, False),
+        # Decode steps: MHA and GQA, short and long caches, d64, a batch of 4 speculative tokens.
+        ("decode_q1_k4096_mha_b32", 32, 32, 32, 1, 4096, 128, False),
+        ("decode_q1_k2048_gqa4_b64", 64, 32, 8, 1, 2048, 128, False),
+        ("decode_q1_k32k_gqa8_b2", 2, 64, 8, 1, 32768, 128, False),
+        ("decode_q1_k1024_d64_b128", 128, 16, 16, 1, 1024, 64, False),
+        ("decode_q4_k4096_gqa4_b16", 16, 32, 8, 4, 4096, 128, False),
+        # A small prompt batch: launch and tail costs.
+        ("d128_s256_b4", 4, 16, 16, 256, 256, 128, False),
+        ("d128_s128_b64_causal", 64, 16, 16, 128, 128, 128, True),
+    ]
 
 
 def flops(batch, heads_q, seq_q, seq_k, head_dim, causal):
@@ -173,6 +207,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--filter", default="")
     parser.add_argument("--quick", action="store_true", help="d128 rows only")
+    parser.add_argument("--set", choices=["sweep", "offbench"], default="sweep", help="the sweep's grid, or problems outside it")
     parser.add_argument("--out", default=os.environ.get("OUT", "."))
     args = parser.parse_args()
 
@@ -201,7 +236,7 @@ def main():
           + "".join(f" {c + '/ours':>10}" for c in candidates) + f"  max err ({', '.join(sides_named)})")
 
     results = []
-    for seed, (name, batch, hq, hkv, sq, sk, d, causal) in enumerate(shapes()):
+    for seed, (name, batch, hq, hkv, sq, sk, d, causal) in enumerate(shapes() if args.set == "sweep" else offbench_shapes()):
         if args.filter not in name or (args.quick and d != 128):
             continue
         gen = torch.Generator(device=dev).manual_seed(seed)
@@ -267,12 +302,13 @@ def main():
     for s in sides_named:
         columns += [f"{s}_ms", s, f"{s}_ok"]
     columns += ["vs_cudnn", "vs_fa2"] + [f"{c}_vs_ours" for c in candidates]
-    with open(os.path.join(args.out, "attention_sweep.csv"), "w") as f:
+    stem = os.path.join(args.out, "attention_sweep" if args.set == "sweep" else "attention_offbench")
+    with open(stem + ".csv", "w") as f:
         f.write(",".join(c if c not in sides_named else f"{c}_tflops" for c in columns) + "\n")
         for r in results:
             f.write(",".join("" if r.get(c) is None else (f"{r[c]:.4f}" if isinstance(r[c], float) else str(r[c])) for c in columns) + "\n")
-    write_svg(os.path.join(args.out, "attention_sweep.svg"), results, sides_named)
-    print(f"# wrote {args.out}/attention_sweep.csv and .svg")
+    write_svg(stem + ".svg", results, sides_named)
+    print(f"# wrote {stem}.csv and .svg")
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@
 //! faster); the SM clock; the checks. Summary: geomean ratios for M ≤ 128 and M ≥ 2048.
 //!
 //! Run: `cargo bench --bench kernels -- gemm_fp8` (on a GPU machine: `.gpu/bench gemm_fp8`).
-//! Optional arguments: `quick` (M ∈ {128, 2048} only), `filter=<text>` (only shapes whose
+//! Optional arguments: `set=models` (other models' projections at ragged M, 1 to 6000, instead
+//! of DeepSeek's table), `quick` (M ∈ {128, 2048} only), `filter=<text>` (only shapes whose
 //! `MxNxK` label contains the text, e.g. `filter=x7168x2048` or `filter=4096x`), `m=1,16,64`
 //! (these rows instead of M 64–4096, e.g. for the decode regime), `list` (print
 //! the shapes and stop), `clusters=pairs` or `clusters=off` (force warpforge's 2 × 1 cluster
@@ -75,6 +76,23 @@ const PROJECTIONS: [(usize, usize); 6] =
     [(2112, 7168), (24576, 1536), (32768, 512), (7168, 16384), (4096, 7168), (7168, 2048)];
 const ROWS: [usize; 7] = [64, 128, 256, 512, 1024, 2048, 4096];
 const QUICK_ROWS: [usize; 2] = [128, 2048];
+/// `set=models`: projections of other models (N, K), none of them DeepSeek's, at ragged M —
+/// the library as a service outside its DeepSeek table would call it. Llama-3-8B (QKV, O,
+/// gate-up, down), Llama-3-70B (QKV, down), Qwen2.5-7B (QKV, down; K = 3584 and 18944 are not
+/// powers of two) and an N = 1000 classifier-like head (N not a multiple of 128).
+const MODEL_PROJECTIONS: [(usize, usize); 9] = [
+    (6144, 4096),
+    (4096, 4096),
+    (28672, 4096),
+    (4096, 14336),
+    (10240, 8192),
+    (8192, 28672),
+    (4608, 3584),
+    (3584, 18944),
+    (1000, 4096),
+];
+/// `set=models`' rows: decode, small batches and ragged prefill chunks.
+const MODEL_ROWS: [usize; 6] = [1, 24, 200, 777, 3000, 6000];
 /// `tests/gpu_fp8_gemm.rs`: the tensor cores' in-block accumulation error, summed over blocks.
 const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
 
@@ -455,9 +473,14 @@ impl Shape {
     }
 }
 
-fn shapes(quick: bool, filter: Option<&str>, rows: Option<&[usize]>) -> Vec<Shape> {
-    let rows: &[usize] = rows.unwrap_or(if quick { &QUICK_ROWS } else { &ROWS });
-    PROJECTIONS
+fn shapes(quick: bool, models: bool, filter: Option<&str>, rows: Option<&[usize]>) -> Vec<Shape> {
+    let (projections, default_rows): (&[(usize, usize)], &[usize]) = match (models, quick) {
+        (true, _) => (&MODEL_PROJECTIONS, &MODEL_ROWS),
+        (false, true) => (&PROJECTIONS, &QUICK_ROWS),
+        (false, false) => (&PROJECTIONS, &ROWS),
+    };
+    let rows = rows.unwrap_or(default_rows);
+    projections
         .iter()
         .flat_map(|&(n, k)| rows.iter().map(move |&m| Shape { m, n, k }))
         .filter(|s| filter.is_none_or(|f| s.label().contains(f)))
@@ -498,7 +521,13 @@ pub fn main() -> Result<()> {
                 .collect::<std::result::Result<_, _>>()?,
         ),
     };
-    let shapes = shapes(quick, filter.as_deref(), rows.as_deref());
+    // `set=models`: other models' projections at ragged M (default: DeepSeek's table).
+    let models = match std::env::args().find_map(|a| a.strip_prefix("set=").map(String::from)).as_deref() {
+        None | Some("deepseek") => false,
+        Some("models") => true,
+        Some(other) => return Err(format!("set={other}: expected deepseek or models").into()),
+    };
+    let shapes = shapes(quick, models, filter.as_deref(), rows.as_deref());
     // `clusters=pairs` / `clusters=off` force warpforge's cluster choice (default: its own).
     let clusters = match std::env::args().find_map(|a| a.strip_prefix("clusters=").map(String::from)).as_deref() {
         None => Clusters::Auto,

@@ -22,11 +22,11 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use warpforge_abi::attention_sm90::{
     BLOCK_M, HEAD_CHUNK, HEAD_DIMS, SHAPES, THREADS, shape_for, shape_index, smem_plan,
 };
-use warpforge_abi::signatures::AttentionSm90;
+use warpforge_abi::signatures::{AttentionCombine, AttentionDecode, AttentionSm90};
 use warpforge_abi::{AttentionParams, Entry, entries};
 use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder};
 use warpforge_host::{Error, LaunchConfig, Result};
@@ -36,6 +36,7 @@ use crate::Warpforge;
 use crate::gemm::{GemmInput, check};
 
 mod counters;
+mod decode;
 mod strides;
 
 pub(crate) use counters::TileCounterCache;
@@ -51,6 +52,8 @@ const TMA_ALIGN: u64 = 16;
 pub trait AttentionElement: GemmInput {
     /// The entries for the shapes of `abi::attention_sm90::SHAPES`, in that order.
     const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()];
+    /// The decode path's (decode, combine) entries at head dimensions 64 and 128.
+    const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2];
 }
 impl AttentionElement for half::bf16 {
     const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()] = [
@@ -60,6 +63,10 @@ impl AttentionElement for half::bf16 {
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
     ];
+    const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2] = [
+        (entries::ATTENTION_DECODE_BF16_D64, entries::ATTENTION_COMBINE_BF16_D64),
+        (entries::ATTENTION_DECODE_BF16_D128, entries::ATTENTION_COMBINE_BF16_D128),
+    ];
 }
 impl AttentionElement for half::f16 {
     const ATTENTION_ENTRIES: [Entry<AttentionSm90>; SHAPES.len()] = [
@@ -68,6 +75,10 @@ impl AttentionElement for half::f16 {
         entries::ATTENTION_F16_D128,
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
+    ];
+    const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2] = [
+        (entries::ATTENTION_DECODE_F16_D64, entries::ATTENTION_COMBINE_F16_D64),
+        (entries::ATTENTION_DECODE_F16_D128, entries::ATTENTION_COMBINE_F16_D128),
     ];
 }
 
@@ -414,6 +425,23 @@ impl Warpforge {
             check(l.len() >= s.lse, || format!("lse holds {} elements, the problem writes {}", l.len(), s.lse))?;
         }
 
+        // A few query rows per key/value head: the decode path (`attention/decode.rs`), unless
+        // its workspace would be too large.
+        let lse = match lse {
+            Some(l) if decode::takes_decode_path(p) => {
+                if self.launch_attention_decode(stream, p, layouts, (q, k, v), o, Some(&mut *l), offsets)? {
+                    return Ok(());
+                }
+                Some(l)
+            }
+            None if decode::takes_decode_path(p) => {
+                if self.launch_attention_decode(stream, p, layouts, (q, k, v), o, None, offsets)? {
+                    return Ok(());
+                }
+                None
+            }
+            other => other,
+        };
         let shape = u32::try_from(p.head_dim).ok().and_then(|d| shape_for(d, p.causal, p.seq_k)).ok_or_else(|| {
             Error::InvalidArgument(format!("head_dim {} is not supported (supported: {HEAD_DIMS:?})", p.head_dim))
         })?;
@@ -446,20 +474,7 @@ impl Warpforge {
         };
         let (o_ptr, o_access) = o.device_ptr_mut(stream);
         aligned("o", o_ptr, 4)?;
-        let (lse_ptr, lse_access) = match lse {
-            Some(l) => {
-                let (ptr, access) = l.device_ptr_mut(stream);
-                (ptr, Some(access))
-            }
-            None => (0, None),
-        };
-        let ((cu_q, cu_q_access), (cu_k, cu_k_access)) = match offsets {
-            Some((cu_q, cu_k)) => {
-                let ((q_ptr, q_access), (k_ptr, k_access)) = (cu_q.device_ptr(stream), cu_k.device_ptr(stream));
-                ((q_ptr, Some(q_access)), (k_ptr, Some(k_access)))
-            }
-            None => ((0, None), (0, None)),
-        };
+        let [(lse_ptr, lse_access), (cu_q, cu_q_access), (cu_k, cu_k_access)] = optional_ptrs(stream, lse, offsets);
         let tiles = p.seq_q.div_ceil(BLOCK_M as usize) as u32;
         // Checked: heads_kv ≥ 1 divides heads_q.
         let group = p.heads_q / p.heads_kv;
@@ -533,6 +548,27 @@ impl Warpforge {
         let launched = unsafe { kernel.launch(stream, &config, args, keep.into_iter().flatten()) };
         drop(counter_cache);
         launched
+    }
+}
+
+/// The addresses of the optional LSE and variable-length offsets (0 for an absent one), with
+/// the guards that record the launch's access to them.
+fn optional_ptrs<'a, 'b: 'a>(
+    stream: &'a Arc<CudaStream>,
+    lse: Option<&'a mut (dyn DevicePtrMut<f32> + 'b)>,
+    offsets: Option<(&'a dyn DevicePtr<u32>, &'a dyn DevicePtr<u32>)>,
+) -> [(u64, Option<SyncOnDrop<'a>>); 3] {
+    let lse = lse.map_or((0, None), |l| {
+        let (ptr, access) = l.device_ptr_mut(stream);
+        (ptr, Some(access))
+    });
+    let read = |buffer: &'a dyn DevicePtr<u32>| {
+        let (ptr, access) = buffer.device_ptr(stream);
+        (ptr, Some(access))
+    };
+    match offsets {
+        Some((cu_q, cu_k)) => [lse, read(cu_q), read(cu_k)],
+        None => [lse, (0, None), (0, None)],
     }
 }
 

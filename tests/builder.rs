@@ -290,9 +290,25 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     ] {
         check(d, attention);
     }
+    for decode in [
+        entries::ATTENTION_DECODE_BF16_D64,
+        entries::ATTENTION_DECODE_BF16_D128,
+        entries::ATTENTION_DECODE_F16_D64,
+        entries::ATTENTION_DECODE_F16_D128,
+    ] {
+        check(d, decode);
+    }
+    for combine in [
+        entries::ATTENTION_COMBINE_BF16_D64,
+        entries::ATTENTION_COMBINE_BF16_D128,
+        entries::ATTENTION_COMBINE_F16_D64,
+        entries::ATTENTION_COMBINE_F16_D128,
+    ] {
+        check(d, combine);
+    }
     assert_eq!(
         declared.len(),
-        89,
+        97,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

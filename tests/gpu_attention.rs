@@ -269,7 +269,7 @@ fn attention_176_key_blocks_match_the_f64_reference() {
 
 /// Runs every `(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal)` with ordinary and
 /// large logits, in bf16 and f16.
-fn check_fixed(cases: &[(usize, usize, usize, usize, usize, usize, bool)]) {
+pub(crate) fn check_fixed(cases: &[(usize, usize, usize, usize, usize, usize, bool)]) {
     for &(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in cases {
         let mut problem = AttentionProblem::new(batch, heads_q, heads_kv, seq_q, seq_k, head_dim);
         problem.causal = causal;
@@ -287,7 +287,7 @@ fn check_fixed(cases: &[(usize, usize, usize, usize, usize, usize, bool)]) {
 /// A variable-length batch: random per-sequence lengths (0 included) packed back to back,
 /// through `attention_varlen`, each sequence checked against the reference on its own rows;
 /// the LSE is `[heads_q, total_q]`.
-fn check_varlen<T: AttentionElement + Element>(
+pub(crate) fn check_varlen<T: AttentionElement + Element>(
     lens: &[(usize, usize)],
     heads_kv: usize,
     group: usize,

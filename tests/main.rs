@@ -8,6 +8,7 @@ mod common;
 mod builder;
 mod gpu_attention;
 mod gpu_attention_claims;
+mod gpu_attention_decode;
 mod gpu_attention_strided;
 mod gpu_dsl_vocab;
 mod gpu_foundation;

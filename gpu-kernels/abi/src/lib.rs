@@ -26,6 +26,9 @@ impl TensorMap {
     pub const ZEROED: TensorMap = TensorMap { opaque: [0; 16] };
 }
 
+pub mod attention_decode;
+pub use attention_decode::{AttentionDecodeParams, DecodeTensor};
+
 /// Tile shape and launch shape of the sm_90 GEMM kernels (host planning and device code agree).
 pub mod gemm_sm90 {
     /// Rows of D per CTA tile.
@@ -512,8 +515,8 @@ pub mod elements {
 /// Parameter lists of warpforge's kernels, one per signature.
 pub mod signatures {
     use super::{
-        AttentionParams, BlockScaleParams, DecodeOperands, GemmParams, GroupedParams, In, Out, PackParams,
-        SkinnyOperands, TensorMap, TilePlan,
+        AttentionDecodeParams, AttentionParams, BlockScaleParams, DecodeOperands, DecodeTensor, GemmParams,
+        GroupedParams, In, Out, PackParams, SkinnyOperands, TensorMap, TilePlan,
     };
 
     /// `saxpy_*(n, a, x, y)` over elements `E`.
@@ -567,6 +570,10 @@ pub mod signatures {
         (TensorMap, TensorMap, TensorMap, TensorMap, TensorMap, GemmParams, TilePlan, BlockScaleParams, GroupedParams);
     /// The attention forward entries (`attention_*_sm90`): `(q_map, k_map, v_map, params)`.
     pub type AttentionSm90 = (TensorMap, TensorMap, TensorMap, AttentionParams);
+    /// The decode attention entries (`attention_decode_*_sm90`): `(q, k, v, params)`.
+    pub type AttentionDecode = (DecodeTensor, DecodeTensor, DecodeTensor, AttentionDecodeParams);
+    /// Their combine step (`attention_combine_*_sm90`): `(o, params)`.
+    pub type AttentionCombine = (DecodeTensor, AttentionDecodeParams);
 }
 
 /// The kernels of warpforge's own PTX modules, shared by the kernel crate (through its
@@ -770,6 +777,22 @@ pub mod entries {
     pub const ATTENTION_BF16_D256: Entry<AttentionSm90> = Entry::new("attention_bf16_d256_sm90");
     /// Attention forward, f16, head dimension 256 (80-key blocks).
     pub const ATTENTION_F16_D256: Entry<AttentionSm90> = Entry::new("attention_f16_d256_sm90");
+    /// Decode attention (`abi::attention_decode`), bf16, head dimension 64.
+    pub const ATTENTION_DECODE_BF16_D64: Entry<AttentionDecode> = Entry::new("attention_decode_bf16_d64_sm90");
+    /// Decode attention, bf16, head dimension 128.
+    pub const ATTENTION_DECODE_BF16_D128: Entry<AttentionDecode> = Entry::new("attention_decode_bf16_d128_sm90");
+    /// Decode attention, f16, head dimension 64.
+    pub const ATTENTION_DECODE_F16_D64: Entry<AttentionDecode> = Entry::new("attention_decode_f16_d64_sm90");
+    /// Decode attention, f16, head dimension 128.
+    pub const ATTENTION_DECODE_F16_D128: Entry<AttentionDecode> = Entry::new("attention_decode_f16_d128_sm90");
+    /// The decode path's combine of the splits, bf16 O, head dimension 64.
+    pub const ATTENTION_COMBINE_BF16_D64: Entry<AttentionCombine> = Entry::new("attention_combine_bf16_d64_sm90");
+    /// Combine, bf16, head dimension 128.
+    pub const ATTENTION_COMBINE_BF16_D128: Entry<AttentionCombine> = Entry::new("attention_combine_bf16_d128_sm90");
+    /// Combine, f16, head dimension 64.
+    pub const ATTENTION_COMBINE_F16_D64: Entry<AttentionCombine> = Entry::new("attention_combine_f16_d64_sm90");
+    /// Combine, f16, head dimension 128.
+    pub const ATTENTION_COMBINE_F16_D128: Entry<AttentionCombine> = Entry::new("attention_combine_f16_d128_sm90");
 }
 
 /// Element-wise function applied in the GEMM epilogue, after `alpha·acc + beta·C + bias`.

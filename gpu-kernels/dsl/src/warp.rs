@@ -237,6 +237,23 @@ pub unsafe fn elect_one() -> Option<Elected> {
     if unsafe { raw::elect_sync(FULL) } { Some(Elected(())) } else { None }
 }
 
+/// Loads four 8 × 8 matrices of 16-bit elements from shared memory, each transposed, with one
+/// instruction: lane `l` supplies the address of row `l % 8` of matrix `l / 8` (16 contiguous
+/// bytes), and word `m` of the result is lane `l`'s pair of matrix `m` transposed — the stored
+/// matrix's rows `2·(l % 4)` and `2·(l % 4) + 1` of column `l / 4`, the lower row in the low
+/// half: an `mma.sync` B fragment of a row-major `[k][n]` tile (e.g. V's `[key][column]` for
+/// `P·V`).
+///
+/// # Safety
+/// All 32 lanes call this together; every lane's `row_addr` is a 16-byte-aligned shared-window
+/// address of 16 initialised bytes not written meanwhile.
+#[inline(always)]
+pub unsafe fn load_matrices_x4_trans(row_addr: u32) -> [u32; 4] {
+    // SAFETY: forwarded.
+    let (a, b, c, d) = unsafe { matrix::ldmatrix_x4_trans(row_addr) };
+    [a, b, c, d]
+}
+
 /// Stores four 8 × 8 matrices of 16-bit elements to shared memory with one instruction: lane
 /// `l` supplies the address of row `l % 8` of matrix `l / 8` (16 contiguous bytes), and
 /// `words[m]` holds lane `l`'s pair of matrix `m` (row `l / 4`, columns `2·(l % 4)` and

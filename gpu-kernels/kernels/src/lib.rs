@@ -7,6 +7,8 @@
 #![feature(abi_ptx)]
 
 #[cfg(warpforge_arch = "sm_90a")]
+pub mod attention_decode_sm90;
+#[cfg(warpforge_arch = "sm_90a")]
 pub mod attention_sm90;
 #[cfg(warpforge_arch = "sm_90a")]
 mod attention_sm90_consumer;

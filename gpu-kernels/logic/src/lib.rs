@@ -12,6 +12,7 @@
 
 pub mod acc_rows;
 pub mod attention;
+pub mod attention_decode;
 pub mod blockscaled;
 pub mod clc;
 pub mod fragment;

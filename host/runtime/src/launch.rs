@@ -225,6 +225,12 @@ unsafe impl KernelParam for warpforge_abi::DecodeOperands {}
 // SAFETY: #[repr(C)] struct of device addresses, u32 and one f32 (64 bytes, no padding), as
 // above.
 unsafe impl KernelParam for warpforge_abi::AttentionParams {}
+// SAFETY: #[repr(C)] struct of a device address and three u64 element strides (32 bytes), as
+// above.
+unsafe impl KernelParam for warpforge_abi::DecodeTensor {}
+// SAFETY: #[repr(C)] struct of device addresses, u32 and one f32 (88 bytes, no padding), as
+// above.
+unsafe impl KernelParam for warpforge_abi::AttentionDecodeParams {}
 
 impl Kernel {
     /// Checks `config` against this kernel's launch contract and the device, without launching.
