@@ -167,14 +167,17 @@ fn compare<T: AttentionElement + Element>(
 }
 
 /// `(batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal)`: every head dimension, causal
-/// and not, GQA groups 1, 2 and 8, lengths off the tiles and the 80-key blocks.
-const CASES: [(usize, usize, usize, usize, usize, usize, bool); 6] = [
+/// and not, GQA groups 1, 2 and 8, lengths off the tiles and the 80-key blocks; the last two
+/// take the decode path (at most 16 query rows per key/value head).
+const CASES: [(usize, usize, usize, usize, usize, usize, bool); 8] = [
     (2, 2, 2, 130, 130, 64, false),
     (2, 4, 2, 77, 77, 64, true),
     (2, 8, 1, 200, 200, 128, true),
     (1, 2, 1, 129, 129, 128, false),
     (2, 4, 2, 161, 161, 256, true),
     (1, 2, 2, 81, 81, 256, false),
+    (3, 8, 1, 1, 300, 128, false),
+    (2, 4, 2, 4, 90, 64, true),
 ];
 
 fn problems() -> impl Iterator<Item = AttentionProblem> {

@@ -14,15 +14,17 @@ pub struct DecodeSplit {
 
 impl DecodeSplit {
     /// The split for `items` work items of at most `max_keys` keys on a GPU that holds
-    /// `resident` CTAs at once: as many splits as it takes for the items to fill the resident
-    /// CTAs, but no split shorter than `min_split_keys` (each split's partial output is written
-    /// and read again) and every split a multiple of `grain` keys (a step of every warp).
+    /// `resident` CTAs at once: as many splits as the resident CTAs hold for every item — one
+    /// wave, as the splits of equal length take equally long (one CTA more than fit would run
+    /// in a second wave of its own) — but no split shorter than `min_split_keys` (each split's
+    /// partial output is written and read again) and every split a multiple of `grain` keys (a
+    /// step of every warp).
     /// `grain` ≥ 1; zero items, keys or CTAs count as one.
     pub const fn plan(items: u32, max_keys: u32, resident: u32, grain: u32, min_split_keys: u32) -> Self {
         let (items, max_keys, resident, grain) = (max(items, 1), max(max_keys, 1), max(resident, 1), max(grain, 1));
         let steps = max_keys.div_ceil(grain);
         let min_steps = max(min_split_keys.div_ceil(grain), 1);
-        let wanted = resident.div_ceil(items);
+        let wanted = max(resident / items, 1);
         let most = max(steps / min_steps, 1);
         let splits = min(wanted, most);
         let split_steps = steps.div_ceil(splits);
@@ -78,15 +80,18 @@ mod tests {
             assert_eq!(s.keys_of(s.splits, keys), (keys, keys), "{case}: past the last split");
             if s.splits > 1 {
                 assert!(s.split_keys >= min_keys, "{case}: a split shorter than {min_keys}");
-                assert!(items * (s.splits - 1) < resident, "{case}: more splits than the GPU needs");
+                assert!(items * s.splits <= resident, "{case}: a second wave of splits");
             }
         }
     }
 
     #[test]
     fn a_decode_batch_is_split_and_a_full_one_is_not() {
-        // 16 sequences × 4 key/value heads, 8192 keys, 264 resident CTAs: five splits of 1664.
-        assert_eq!(DecodeSplit::plan(64, 8192, 264, 64, 1024), DecodeSplit { splits: 5, split_keys: 1664 });
+        // 16 sequences × 4 key/value heads, 8192 keys, 264 resident CTAs: four splits of 2048
+        // (five would leave 56 CTAs for a second wave).
+        assert_eq!(DecodeSplit::plan(64, 8192, 264, 64, 1024), DecodeSplit { splits: 4, split_keys: 2048 });
+        // Two sequences × 8 heads of 32k keys: 16 splits, 256 CTAs.
+        assert_eq!(DecodeSplit::plan(16, 32768, 264, 64, 1024), DecodeSplit { splits: 16, split_keys: 2048 });
         // Enough items for the GPU: no split.
         assert_eq!(DecodeSplit::plan(512, 8192, 264, 64, 1024), DecodeSplit { splits: 1, split_keys: 8192 });
         // Short caches are never split below the shortest split.
