@@ -150,3 +150,45 @@ impl Warpforge {
         Ok(true)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(seq_q: usize, heads_q: usize, heads_kv: usize, head_dim: usize) -> Shape {
+        Shape {
+            batch: 2,
+            heads_q,
+            heads_kv,
+            rows_q: 2 * seq_q,
+            rows_k: 2 * 4096,
+            seq_q,
+            seq_k: 4096,
+            head_dim,
+            causal: false,
+            softmax_scale: 0.125,
+        }
+    }
+
+    /// The decode path takes at most 16 query rows per key/value head at d = 64 and 128; the
+    /// rest, d = 256 included, stays on the tiled kernel.
+    #[test]
+    fn the_decode_path_takes_16_rows_per_key_value_head_at_most() {
+        for (seq_q, heads_q, heads_kv, head_dim, decode) in [
+            (1, 32, 4, 128, true),
+            (1, 16, 1, 64, true),
+            (2, 32, 4, 128, true),
+            (16, 8, 8, 128, true),
+            (4, 32, 8, 64, true),
+            (17, 8, 8, 128, false),
+            (3, 32, 4, 128, false),
+            (1, 32, 1, 128, false),
+            (1, 32, 4, 256, false),
+            (1, 1, 1, 256, false),
+        ] {
+            let p = shape(seq_q, heads_q, heads_kv, head_dim);
+            assert_eq!(takes_decode_path(&p), decode, "{p:?}");
+            assert_eq!(slot_rows(&p), seq_q * heads_q / heads_kv, "{p:?}");
+        }
+    }
+}
