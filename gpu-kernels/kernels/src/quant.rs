@@ -132,14 +132,17 @@ impl AmaxKey {
     }
 }
 
-/// Whether any of a vector's eight inputs is NaN (a magnitude above +∞'s bits), on the bits.
+/// The largest magnitude's bits among the sixteen inputs of two vectors, on the bits: above
+/// +∞'s bits when one is NaN, +∞'s with an infinity and no NaN, else the finite amax's (which
+/// [`AmaxKey`] then gives too, at twice the instructions: its keys exist to skip infinities).
 #[inline(always)]
-pub(crate) fn has_nan<T: Input16>(v: T::Vector) -> bool {
-    let (a, b, c, d) = v.words();
+pub(crate) fn max_magnitude_bits<T: Input16>([lower, upper]: [T::Vector; 2]) -> u16 {
+    let ((a, b, c, d), (e, f, g, h)) = (lower.words(), upper.words());
     // Magnitudes are at most 0x7FFF: non-negative as i16, so the signed maximum orders them.
-    let m = max_s16x2(max_s16x2(a & 0x7fff_7fff, b & 0x7fff_7fff), max_s16x2(c & 0x7fff_7fff, d & 0x7fff_7fff));
-    let m = max_s16x2(m, m.rotate_left(16)) as u16;
-    m > T::INFINITY_BITS
+    let mag = |w: u32| w & 0x7fff_7fff;
+    let m = max_s16x2(max_s16x2(mag(a), mag(b)), max_s16x2(mag(c), mag(d)));
+    let m = max_s16x2(m, max_s16x2(max_s16x2(mag(e), mag(f)), max_s16x2(mag(g), mag(h))));
+    max_s16x2(m, m.rotate_left(16)) as u16
 }
 
 /// The vector of zeros (what lanes past the end see).

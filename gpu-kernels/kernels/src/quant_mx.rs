@@ -31,7 +31,7 @@ use warpforge_dsl::regs::{RegArray, Regs8};
 use warpforge_dsl::thread::{global_x, grid_stride_x, lane_id};
 use warpforge_dsl::warp;
 
-use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, has_nan, load_or_zero, pack8, store8};
+use crate::quant::{AmaxKey, Input16, VEC, for_each_block16, load_or_zero, max_magnitude_bits, pack8, store8};
 
 /// Vectors per MX block (4 lanes × 8 = 32 elements).
 const MX_LANES: u32 = q::MX_BLOCK as u32 / VEC;
@@ -318,9 +318,15 @@ unsafe fn nvfp4_encode_under<T: Input16>(n: u64, x: *const T, global: f32, out: 
         // Forward: bound by its per-element instructions, the encoder gained nothing from
         // starting on what `amax_*` left in L2 and lost 3 % at 256 MiB (docs/PERF.md, build E).
         for_each_block16::<T>((n / VEC as u64) as u32, x, |block, in_range, [lower, upper]| {
-            let nan = has_nan::<T>(lower) || has_nan::<T>(upper);
-            let amax = AmaxKey::of::<T>(lower).max(AmaxKey::of::<T>(upper)).amax::<T>();
-            let byte = nvfp4_block_scale(amax, divisor, nan);
+            // One reduction of the magnitudes finds a NaN and, without an infinity, the finite
+            // amax; only a block holding an infinity (rare) reduces again to skip it.
+            let top = max_magnitude_bits::<T>([lower, upper]);
+            let amax = if top < T::INFINITY_BITS {
+                T::widen_magnitude(top)
+            } else {
+                AmaxKey::of::<T>(lower).max(AmaxKey::of::<T>(upper)).amax::<T>()
+            };
+            let byte = nvfp4_block_scale(amax, divisor, top > T::INFINITY_BITS);
             let scale = E4m3(byte).to_f32() * global;
             if in_range {
                 // Eight code bytes per block; `out` is only 4-byte aligned, so two words.
