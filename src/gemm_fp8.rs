@@ -223,6 +223,8 @@ pub(crate) fn fp8_schedule(
     }
     let schedule = match ways {
         Some(ways) => GemmSchedule::split(tiles_m, tiles_n, k_blocks, capacity, ways),
+        // Several tile rows share each B column: splits that keep them in step (B read once).
+        None if tiles_m > 1 => GemmSchedule::choose_even(tiles_m, tiles_n, k_blocks, capacity),
         None => GemmSchedule::choose(tiles_m, tiles_n, k_blocks, capacity),
     };
     let tiles = tile_plan(tiles_m, tiles_n, tiles_m, k_blocks, &schedule, 1)?;
