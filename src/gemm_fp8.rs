@@ -223,6 +223,8 @@ pub(crate) fn fp8_schedule(
     }
     let schedule = match ways {
         Some(ways) => GemmSchedule::split(tiles_m, tiles_n, k_blocks, capacity, ways),
+        // Several tile rows share each B column: splits that keep them in step (B read once).
+        None if tiles_m > 1 => GemmSchedule::choose_even(tiles_m, tiles_n, k_blocks, capacity),
         None => GemmSchedule::choose(tiles_m, tiles_n, k_blocks, capacity),
     };
     let tiles = tile_plan(tiles_m, tiles_n, tiles_m, k_blocks, &schedule, 1)?;
@@ -525,6 +527,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Several tile rows per B column: a pure stream-K grid is a whole number of CTAs per tile
+    /// (every tile's K loop cut at the same offsets, so the CTAs of one B column walk it in
+    /// step); one tile row keeps the grid that may straddle tiles.
+    #[test]
+    fn splits_are_even_when_tile_rows_share_b() {
+        for m in [129usize, 200, 256, 300, 512, 777] {
+            for (n, k) in [(3584usize, 18944usize), (4608, 3584), (7168, 16384), (2112, 7168), (1000, 4096)] {
+                let (schedule, _) =
+                    fp8_schedule((m, n), SQUARE, k.div_ceil(128) as u32, H200_SMS, (false, None)).unwrap();
+                let tiles = (m.div_ceil(128) * n.div_ceil(128)) as u32;
+                if schedule.mode == StreamKMode::Pure {
+                    assert!(schedule.grid.is_multiple_of(tiles), "{m}×{n}×{k}: {schedule:?} over {tiles} tiles");
+                }
+            }
+        }
+        // Qwen2.5-7B's down projection at M = 200: 56 tiles of 148 K blocks, two CTAs each.
+        let (schedule, _) = fp8_schedule((200, 3584), SQUARE, 148, H200_SMS, (false, None)).unwrap();
+        assert_eq!((schedule.mode, schedule.grid), (StreamKMode::Pure, 112));
+        // One tile row: the 16-bit GEMM's choice, straddling ranges allowed.
+        let (schedule, _) = fp8_schedule((100, 3584), SQUARE, 148, H200_SMS, (false, None)).unwrap();
+        assert_eq!(schedule, GemmSchedule::choose(1, 28, 148, H200_SMS));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use warpforge_abi::TilePlan;
 use warpforge_host::{Error, Result};
 use warpforge_logic::schedule::heuristic::{
-    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid,
+    STREAM_K_MAX_SPLITS, Scheduler, TileCost, choose_scheduler, pure_stream_k_grid, tail_stream_k_grid,
 };
 use warpforge_logic::schedule::stream_k::{StreamKMode, StreamKScheduler};
 use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
@@ -26,6 +26,20 @@ impl GemmSchedule {
     /// `STREAM_K_MAX_SPLITS`) as the fix-up cost model finds worth it (`pure_stream_k_grid`;
     /// none: data-parallel). Bands always run along M (the kernel's rasterisation).
     pub(crate) fn choose(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
+        Self::choose_with(tiles_m, tiles_n, k_slices, capacity, true)
+    }
+
+    /// As [`GemmSchedule::choose`], but pure stream-K only over even splits (every tile's K
+    /// loop cut into the same ranges, `tail_stream_k_grid`): then the CTAs of the tiles of one
+    /// column of B start together at the same K offsets and read each B block from L2 close
+    /// in time, where ranges that straddle tiles set them off by up to a CTA's whole run, so a
+    /// B of more than L2 is read from DRAM once per tile row. For problems of a few tile rows
+    /// whose B is the traffic (the FP8 GEMM at M of a few hundred).
+    pub(crate) fn choose_even(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32) -> Self {
+        Self::choose_with(tiles_m, tiles_n, k_slices, capacity, false)
+    }
+
+    fn choose_with(tiles_m: u32, tiles_n: u32, k_slices: u32, capacity: u32, straddle: bool) -> Self {
         let capacity = capacity.max(1);
         let tiles = tiles_m as u64 * tiles_n as u64;
         let raster_group = raster_group(tiles_m, tiles_n);
@@ -37,7 +51,8 @@ impl GemmSchedule {
             StreamKMode::DataParallel => (mode, tiles.min(capacity as u64) as u32),
             StreamKMode::Pure => {
                 // Fewer tiles than CTAs, so `tiles` fits u32.
-                let grid = pure_stream_k_grid(tiles as u32, k_slices, capacity, STREAM_K_MAX_SPLITS);
+                let grid = if straddle { pure_stream_k_grid } else { tail_stream_k_grid };
+                let grid = grid(tiles as u32, k_slices, capacity, STREAM_K_MAX_SPLITS);
                 if grid as u64 == tiles { (StreamKMode::DataParallel, grid) } else { (mode, grid) }
             }
             StreamKMode::Hybrid => (mode, capacity),
