@@ -16,7 +16,7 @@
 
 use warpforge_dsl::abi::attention_decode::{KEYS, WARPS};
 use warpforge_dsl::abi::{AttentionDecodeParams, DecodeTensor};
-use warpforge_dsl::global::{self, ReadOnly, ReadOnlyNoL1, Vector16, Words};
+use warpforge_dsl::global::{self, F32x4, ReadOnly, ReadOnlyNoL1, Vector16, Words};
 use warpforge_dsl::kernel;
 use warpforge_dsl::logic::attention::Sequence;
 use warpforge_dsl::logic::attention_decode::DecodeSplit;
@@ -275,13 +275,20 @@ unsafe fn decode<
     }
 }
 
-/// The combine entries' body: one warp per (item, row); `PL = D / 32` columns per lane.
+/// Parts (a warp's or a split's partial state of one row) whose loads the combine issues before
+/// it adds any of them: the row's partial O is read in rounds of this many parts.
+const COMBINE_UNROLL: u32 = 8;
+
+/// The combine entries' body: one warp per (item, row). A lane reads four columns of a part
+/// (one 16-byte load), so a warp reads `128 / D` parts at once, and a round issues
+/// [`COMBINE_UNROLL`] such loads before adding them: a row of many parts (a GQA decode split
+/// over 16 CTAs has 64) costs a few L2 round trips instead of one per part or two.
 ///
 /// # Safety
 /// After the decode entry of the same parameters on the same stream; grid `items ·
 /// ⌈seq_q · group / WARPS⌉` CTAs of `THREADS` threads; O rows 4-byte aligned, even strides.
 #[inline(always)]
-unsafe fn combine<T: Pack16, const D: usize, const PL: usize>(o: &DecodeTensor, p: &AttentionDecodeParams) {
+unsafe fn combine<T: Pack16, const D: usize>(o: &DecodeTensor, p: &AttentionDecodeParams) {
     let cta = block_idx().x;
     let slot_rows = p.seq_q * p.group;
     let ctas_per_item = slot_rows.div_ceil(WARPS);
@@ -317,23 +324,48 @@ unsafe fn combine<T: Pack16, const D: usize, const PL: usize>(o: &DecodeTensor, 
     }
     // SAFETY: all lanes.
     let sum = unsafe { warp::sum_f32(sum) };
-    let mut acc = [0.0f32; PL];
-    for part in 0..parts {
-        let weight = math::exp2_ftz(stat(part)[0] - base);
-        let at = ((first + part) * slot_rows + row) as usize * D + lane as usize * PL;
-        // SAFETY: as for the stats.
-        let x = unsafe { (p.partial_o as *const f32).add(at).cast::<[f32; PL]>().read() };
-        for e in 0..PL {
-            acc[e] += weight * x[e];
+    // Lane `lane` reads columns `4 · (lane % (D/4))` .. + 4 of parts `lane / (D/4)` + k · side.
+    let (quads, side) = (D as u32 / 4, 128 / D as u32);
+    let (column, mut part) = (4 * (lane % quads), lane / quads);
+    let mut acc = F32x4::default();
+    while part < parts {
+        let mut weight = [0.0f32; COMBINE_UNROLL as usize];
+        let mut x = [F32x4::default(); COMBINE_UNROLL as usize];
+        for i in 0..COMBINE_UNROLL as usize {
+            let at = part + i as u32 * side;
+            // Past the parts: the last part read again, weighted zero.
+            let (valid, at) = (at < parts, at.min(parts - 1));
+            let offset = ((first + at) * slot_rows + row) as usize * D + column as usize;
+            // SAFETY: written by the decode entry for every part's rows of the item; 16-byte
+            // aligned (the workspace is, D and `column` are multiples of 4); nothing writes
+            // the workspace during this launch.
+            x[i] = unsafe { global::load::<F32x4, ReadOnly>((p.partial_o as *const f32).add(offset)) };
+            // Read and weighed unconditionally, then selected: no branch between the loads.
+            let w = math::exp2_ftz(stat(at)[0] - base);
+            weight[i] = if valid { w } else { 0.0 };
         }
+        for i in 0..COMBINE_UNROLL as usize {
+            let (w, v) = (weight[i], x[i]);
+            acc = F32x4(acc.0 + w * v.0, acc.1 + w * v.1, acc.2 + w * v.2, acc.3 + w * v.3);
+        }
+        part += COMBINE_UNROLL * side;
+    }
+    if side == 2 {
+        // SAFETY: all lanes; lane l and l ^ 16 hold the same columns of the even and odd parts.
+        let other = |v: f32| unsafe { f32::from_bits(warp::shuffle_xor(v.to_bits(), 16)) };
+        acc = F32x4(acc.0 + other(acc.0), acc.1 + other(acc.1), acc.2 + other(acc.2), acc.3 + other(acc.3));
     }
     let inverse = if sum > 0.0 { 1.0 / sum } else { 0.0 };
     let (query, head) = it.query(p, row);
-    let out = element::<T>(o, it.slice, it.seq.q_base + query, head);
-    let words = out.wrapping_add(lane as usize * PL) as *mut u32;
-    for e in 0..PL / 2 {
-        // SAFETY: the query's row of O (contract), 4-byte aligned pairs.
-        unsafe { words.add(e).write(T::pack2(acc[2 * e] * inverse, acc[2 * e + 1] * inverse)) };
+    if lane < quads {
+        let out = element::<T>(o, it.slice, it.seq.q_base + query, head);
+        let words = out.wrapping_add(column as usize) as *mut u32;
+        // SAFETY: the query's row of O (contract): columns `column .. column + 4` as two
+        // 4-byte aligned pairs.
+        unsafe {
+            words.write(T::pack2(acc.0 * inverse, acc.1 * inverse));
+            words.add(1).write(T::pack2(acc.2 * inverse, acc.3 * inverse));
+        }
     }
     if p.lse != 0 && lane == 0 {
         let at = if p.cu_seqlens_q == 0 {
@@ -367,7 +399,7 @@ macro_rules! decode_entries {
         #[kernel(threads = 128)]
         pub unsafe fn $combine(o: DecodeTensor, p: AttentionDecodeParams) {
             // SAFETY: forwarded (the host's contract).
-            unsafe { combine::<$t, $d, { $d / 32 }>(&o, &p) }
+            unsafe { combine::<$t, $d>(&o, &p) }
         }
     )*};
 }
