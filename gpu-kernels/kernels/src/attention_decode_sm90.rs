@@ -392,11 +392,13 @@ macro_rules! decode_entries {
             unsafe { decode::<$t, $d, { $d / 32 }, { $d / 16 }, { $d / 8 }, { $d / 16 }>(&q, &k, &v, &p) }
         }
 
-        /// The decode path's combine of an item's warps and splits into O and the LSE.
+        /// The decode path's combine of an item's warps and splits into O and the LSE. Up to
+        /// 64 registers: left to itself ptxas keeps this small kernel at 32 (full occupancy)
+        /// and then waits on each part's load before issuing the next.
         ///
         /// # Safety
         /// See `combine`.
-        #[kernel(threads = 128)]
+        #[kernel(threads = 128, max_registers = 64)]
         pub unsafe fn $combine(o: DecodeTensor, p: AttentionDecodeParams) {
             // SAFETY: forwarded (the host's contract).
             unsafe { combine::<$t, $d>(&o, &p) }
