@@ -129,11 +129,6 @@ pub unsafe fn hopper_l0_forms_sm90a(#[grid_constant] map: &TensorMap, g: *mut u8
         tma::reduce_add_3d(map, 0, 1, 2, dst);
         tma::reduce_add_4d(map, 0, 1, 2, 3, dst);
         tma::reduce_add_5d(map, 0, 1, 2, 3, 4, dst);
-        tma::prefetch_l2_1d(map, 0);
-        tma::prefetch_l2_2d(map, 0, 1);
-        tma::prefetch_l2_3d(map, 0, 1, 2);
-        tma::prefetch_l2_4d(map, 0, 1, 2, 3);
-        tma::prefetch_l2_5d(map, 0, 1, 2, 3, 4);
         tma::bulk_store(g, dst, 1024);
         tma::bulk_commit_group();
         tma::bulk_wait_group_read::<1>();

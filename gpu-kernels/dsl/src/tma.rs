@@ -105,19 +105,6 @@ pub fn prefetch(map: &TensorMap) {
     unsafe { raw::prefetch_tensormap(map) }
 }
 
-/// Asks L2 for the 4-D box at (`x`, `y`, `z`, `w`) of `map` ahead of a [`load_4d`] of it: the
-/// load then waits on L2 instead of DRAM. Nothing is written and nothing completes; a box
-/// already in L2 costs one TMA instruction.
-///
-/// # Safety
-/// `map` is a valid tensor map (a kernel's `#[grid_constant]` map as the host built it), the
-/// coordinates those of a [`load_4d`] of `map` that would be valid.
-#[inline(always)]
-pub unsafe fn prefetch_l2_4d(map: &TensorMap, x: i32, y: i32, z: i32, w: i32) {
-    // SAFETY: forwarded to the caller; a reference is a valid generic address.
-    unsafe { raw::prefetch_l2_4d(map, x, y, z, w) }
-}
-
 /// Closes the group of this thread's outstanding stores.
 #[inline(always)]
 pub fn commit_group() {

@@ -25,7 +25,7 @@
 //! first, so causal tiles with the most key blocks start first. On a persistent grid the ring
 //! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
-//! they finish `P·V` and store O; with one Q buffer it asks L2 for them a ring earlier.
+//! they finish `P·V` and store O.
 //!
 //! GQA: query head `h` reads key/value head `h / group`. The tiles are numbered with the
 //! group's heads fastest, so the CTAs of a group run side by side on the same query tile and
@@ -60,11 +60,13 @@
 //! d = 128 (224 KiB) or 2 of 176 keys (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at
 //! d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring depth, register
 //! split per entry) is `abi::attention_sm90::SHAPES`; the entries instantiate one generic body
-//! with it. The pieces around the pipeline (tiles and sequence geometry, wgmma operands, mask,
-//! a block's tail, output store) are `attention_sm90_parts`.
+//! with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
+//! operands, mask, a block's tail, output store) are `attention_sm90_parts`. The ratios to
+//! cuDNN and FlashAttention-2 on the H200 are in docs/PERF.md.
 //!
 //! FA3's inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their
-//! wgmmas (two named barriers), so one's softmax runs under the other's products.
+//! wgmmas (two named barriers), so one's softmax runs while the tensor cores work through the
+//! other's products.
 
 use core::marker::PhantomData;
 
@@ -91,8 +93,8 @@ use warpforge_dsl::{tma, warp};
 
 use crate::attention_sm90_consumer::Consumer;
 use crate::attention_sm90_parts::{
-    Claims, Operands, Q_ROWS, Rows, TileSlot, TileWork, attention_tiles, finish_block, prefetch_tile_start, store_rows,
-    tile_at, tile_work,
+    Claims, Operands, Q_ROWS, Rows, TileSlot, TileWork, attention_tiles, finish_block, slice, store_rows, tile_at,
+    tile_work,
 };
 
 const _: () = assert!(BLOCK_M == CONSUMERS * WGMMA_M, "each consumer warpgroup owns one wgmma M of queries");
@@ -243,11 +245,6 @@ unsafe fn attention<
                     }
                     t = if PERSISTENT { claims.claim() } else { tiles.count() };
                 };
-                if let (true, 1, Some(w)) = (PERSISTENT, QS, &work) {
-                    // One Q buffer, loaded once the consumers free it: ask L2 a ring earlier.
-                    // SAFETY: this launch's maps and one of its tiles.
-                    unsafe { prefetch_tile_start::<DC, BN>(q_map, k_map, p, w) };
-                }
                 if PERSISTENT {
                     q_pipe.producer_wait(q_state);
                     // SAFETY: the one thread, after the free barrier, before the arrival below.
@@ -261,19 +258,21 @@ unsafe fn attention<
                     }
                     break;
                 };
-                let (head, q_row, seq_slice) = w.q_at(p);
+                let (kv_head, seq_slice) = (w.at.kv_head as i32, slice(p, w.at.batch) as i32);
+                let q_row = (w.seq.q_base + w.m0) as i32;
                 let q_full = q_pipe.full(q_state.stage);
                 // SAFETY: one arrival announcing exactly the bytes of the DC boxes loaded
                 // next, into a buffer no consumer reads any more (waited above).
                 unsafe { q_full.arrive_expect_tx(QStage::<T, DC>::BYTES) };
                 for c in 0..DC as u32 {
-                    let (x, box_) = (c as i32 * CHUNK as i32, q_tile.stage(q_state.stage * DC as u32 + c));
+                    let x = c as i32 * CHUNK as i32;
+                    let box_ = q_tile.stage(q_state.stage * DC as u32 + c);
                     // SAFETY: Q's map has this box (contract); nothing reads the buffer before
                     // the barrier completes.
-                    unsafe { tma::load_4d(&box_, q_map, x, head, q_row, seq_slice, &q_full) };
+                    unsafe { tma::load_4d(&box_, q_map, x, w.at.head as i32, q_row, seq_slice, &q_full) };
                 }
                 q_state.advance();
-                let (kv_head, key_row) = (w.at.kv_head as i32, |block: u32| (w.seq.k_base + block * BN as u32) as i32);
+                let key_row = |block: u32| (w.seq.k_base + block * BN as u32) as i32;
                 let load_k = |stage: u32, block: u32, full: &Mbarrier| {
                     for c in 0..DC as u32 {
                         let (x, box_) = (c as i32 * CHUNK as i32, k_ring.stage(stage * DC as u32 + c));
@@ -289,8 +288,9 @@ unsafe fn attention<
                         unsafe { tma::load_4d(&box_, v_map, x, kv_head, key_row(block), seq_slice, full) };
                     }
                 };
-                // SAFETY: the one producer thread; each slot of either ring gets DC boxes, `KvStage`'s
-                // bytes, or each (K, V) slot both (full boxes: out-of-bounds rows are zero-filled).
+                // SAFETY: the one producer thread; each slot of either ring gets DC boxes,
+                // `KvStage`'s bytes, or each (K, V) slot both (full boxes: out-of-bounds rows are
+                // zero-filled).
                 unsafe {
                     if SPLIT {
                         let rings = (&k_pipe, &v_pipe);

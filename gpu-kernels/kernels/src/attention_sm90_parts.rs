@@ -4,8 +4,8 @@
 //! (`Q·Kᵀ` and `P·V` over the rings), its mask of a key block, the tail of a key block, and the
 //! store of its rows of O and the log-sum-exp.
 
+use warpforge_dsl::abi::AttentionParams;
 use warpforge_dsl::abi::attention_sm90::BLOCK_M;
-use warpforge_dsl::abi::{AttentionParams, TensorMap};
 use warpforge_dsl::atomic::AtomicCell;
 use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::attention::{AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible};
@@ -19,7 +19,7 @@ use warpforge_dsl::sync::fence_acq_rel_gpu;
 use warpforge_dsl::tile::{SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
-use warpforge_dsl::{global, math, tma};
+use warpforge_dsl::{global, math};
 
 use crate::attention_sm90::CHUNK;
 
@@ -121,47 +121,6 @@ pub(crate) struct TileWork {
     pub(crate) seq: Sequence,
     pub(crate) m0: u32,
     pub(crate) blocks: u32,
-}
-
-impl TileWork {
-    /// Where the tile's Q box lies in Q's 4-D map: (head, first row, sequence slice); the
-    /// head-dimension coordinate is the box's chunk.
-    #[inline(always)]
-    pub(crate) fn q_at(&self, p: &AttentionParams) -> (i32, i32, i32) {
-        (self.at.head as i32, (self.seq.q_base + self.m0) as i32, slice(p, self.at.batch) as i32)
-    }
-
-    /// Where key block `block` (of `block_n` keys) lies in K's and V's 4-D maps: (key/value
-    /// head, first key row, sequence slice).
-    #[inline(always)]
-    pub(crate) fn kv_at(&self, p: &AttentionParams, block: u32, block_n: u32) -> (i32, i32, i32) {
-        (self.at.kv_head as i32, (self.seq.k_base + block * block_n) as i32, slice(p, self.at.batch) as i32)
-    }
-}
-
-/// Asks L2 for tile `w`'s Q boxes and its first key block's K boxes (`DC` head chunks, `BN`
-/// keys), so that their loads, issued only once the consumers free the one Q buffer, wait on
-/// L2 rather than DRAM: a tile's Q is read by no other CTA, so its load otherwise always comes
-/// from DRAM, at the start of every tile.
-///
-/// # Safety
-/// The maps as the kernel's contract describes them, `w` a tile of the launch.
-#[inline(always)]
-pub(crate) unsafe fn prefetch_tile_start<const DC: usize, const BN: usize>(
-    q_map: &TensorMap,
-    k_map: &TensorMap,
-    p: &AttentionParams,
-    w: &TileWork,
-) {
-    let ((head, q_row, seq), (kv_head, key_row, _)) = (w.q_at(p), w.kv_at(p, 0, BN as u32));
-    for c in 0..DC as u32 {
-        let x = (c as usize * CHUNK) as i32;
-        // SAFETY: the boxes the producer loads next for this tile (contract).
-        unsafe {
-            tma::prefetch_l2_4d(q_map, x, head, q_row, seq);
-            tma::prefetch_l2_4d(k_map, x, kv_head, key_row, seq);
-        }
-    }
 }
 
 /// Tile `t`'s work with key blocks of `block_n`, or `None` when its queries start past its

@@ -150,23 +150,6 @@ macro_rules! tensor_ops {
             };
         }
     };
-    (@one prefetch_l2, $doc:literal, $name:ident, $dim:literal, $coords:literal, ($($c:ident),+)) => {
-        #[doc = $doc]
-        #[doc = concat!("\n\nEmits `cp.async.bulk.prefetch.tensor.", $dim, ".L2.global.tile [map, {", $coords, "}];`.")]
-        ///
-        /// # Safety
-        /// `map` is the generic address of a valid tensor map, the coordinates as for a load of
-        /// the same box (which may reach past the tensor's edge). The prefetch writes nothing and
-        /// completes on nothing.
-        #[inline(always)]
-        pub unsafe fn $name(map: *const TensorMap, $($c: i32,)+) {
-            // SAFETY: forwarded to the caller; a prefetch has no architectural effect beyond caching.
-            unsafe {
-                asm!(concat!("cp.async.bulk.prefetch.tensor.", $dim, ".L2.global.tile [{map}, {{", $coords, "}}];"),
-                     map = in(reg64) map as u64, $($c = in(reg32) $c,)+ options(nostack))
-            };
-        }
-    };
 }
 
 tensor_ops! {
@@ -227,16 +210,6 @@ tensor_ops! {
     reduce_add_3d(c0, c1, c2) => "3d", "{c0}, {c1}, {c2}";
     reduce_add_4d(c0, c1, c2, c3) => "4d", "{c0}, {c1}, {c2}, {c3}";
     reduce_add_5d(c0, c1, c2, c3, c4) => "5d", "{c0}, {c1}, {c2}, {c3}, {c4}";
-}
-
-tensor_ops! {
-    doc = "Asks L2 for one box of a tensor (tile mode) ahead of a load of it; nothing reaches shared memory.";
-    form = prefetch_l2;
-    prefetch_l2_1d(c0) => "1d", "{c0}";
-    prefetch_l2_2d(c0, c1) => "2d", "{c0}, {c1}";
-    prefetch_l2_3d(c0, c1, c2) => "3d", "{c0}, {c1}, {c2}";
-    prefetch_l2_4d(c0, c1, c2, c3) => "4d", "{c0}, {c1}, {c2}, {c3}";
-    prefetch_l2_5d(c0, c1, c2, c3, c4) => "5d", "{c0}, {c1}, {c2}, {c3}, {c4}";
 }
 
 /// Prefetches the tensor map itself into the TMA unit's descriptor cache.
