@@ -292,7 +292,9 @@ pub fn check_contiguous_indices(indices: &[i32], experts: usize) -> Result<()> {
 }
 
 /// The per-launch plan: data-parallel over every `block_m × block_n` tile of every batch (tile
-/// rows of each batch stacked along M), skipped tiles included (the kernel passes over them).
+/// rows of each batch stacked along M), skipped tiles included (the kernel passes over them),
+/// and the grid: one CTA per tile up to the persistent capacity. The balanced (bf16 masked)
+/// entry takes only the tile columns and K slices from it and plans its units on the device.
 fn grouped_plan(
     e: &GroupedExtents,
     (block_m, block_n): (u32, u32),
@@ -308,6 +310,9 @@ fn grouped_plan(
     let grid = raster.tile_count().clamp(1, capacity.max(1));
     let units = StreamKScheduler::try_new(raster.tile_count(), k_slices, grid, StreamKMode::DataParallel)
         .ok_or_else(too_many)?;
+    // The balanced masked plan's stream-K tail (fewer tiles than the grid) then fits u32
+    // iterations (`MaskedBalance::units`).
+    grid.checked_mul(k_slices).ok_or_else(too_many)?;
     Ok((grid, TilePlan { raster, units, raster_rows: rows_per_batch }))
 }
 
@@ -549,14 +554,19 @@ impl Warpforge {
         };
         let grouped =
             GroupedParams { experts: e.experts as u32, capacity: if masked { e.rows as u32 } else { 0 }, groups };
-        let keep = [d_access];
+        // The bf16 masked entry balances the tiles with rows over the grid on the device
+        // (`MaskedBalanced`: the last partial wave streamed over K), so it takes this stream's
+        // stream-K buffers for the grid; the others are data-parallel.
+        let mode = if masked && !fp8 { StreamKMode::Hybrid } else { StreamKMode::DataParallel };
+        let mut stream_k_cache = self.stream_k_cache().lock()?;
         // Both launches below: the A/B maps cover the caller's buffers (lengths checked against
         // the problem, 16-byte aligned); the D map is used only when `d_tma` is set and covers
         // exactly D; D, the index/count buffer and the scales were checked against the problem
         // (the kernel clamps every index and count it reads: `logic::schedule::grouped`); the
-        // plan is data-parallel (no stream-K buffers) over exactly the launch's grid, on the
-        // entry's tile (wide: B's scale index of every tile's second 128 columns fits,
-        // `prefer_fp8_grouped_wide`).
+        // plan covers exactly the launch's grid, on the entry's tile (wide: B's scale index of
+        // every tile's second 128 columns fits, `prefer_fp8_grouped_wide`); a balanced launch
+        // has this stream's partial slots and zeroed flags for the grid, which is resident (the
+        // persistent capacity), so every awaited CTA runs.
         if let Some(s) = scales {
             let entry = match (masked, wide) {
                 (true, true) => entries::GEMM_FP8_GROUPED_MASKED_BF16_WIDE,
@@ -566,12 +576,16 @@ impl Warpforge {
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
             let (grid, plan) = grouped_plan(e, tile, k_slices, capacity)?;
+            let ((workspace, workspace_access), (flags, flags_access)) =
+                stream_k_cache.launch_ptrs(stream, mode, grid)?;
+            let params = GemmParams { workspace, flags, ..params };
+            let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
+            let config = LaunchConfig::linear(grid, threads).with_dynamic_smem(smem);
             let scales = BlockScaleParams { k_blocks: k_blocks(e.k) as u32, b_stride: e.b_scales_stride as u32 };
             let a_layout = (e.rows, k_blocks(e.k), e.batches, e.a_scales_stride);
             // SAFETY: both scale buffers are the caller's, borrowed for this call and checked
             // against the problem (`launch_grouped`); the maps are used only by this launch.
             let (sa_map, sb_map) = unsafe { scale_maps(s.a, s.b, a_layout, e.b_scales())? };
-            let config = LaunchConfig::linear(grid, threads).with_dynamic_smem(smem);
             // SAFETY: as above, with both scale buffers checked against the problem.
             unsafe {
                 kernel.launch(
@@ -586,10 +600,15 @@ impl Warpforge {
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
             let (grid, plan) = grouped_plan(e, tile, k_slices, capacity)?;
+            let ((workspace, workspace_access), (flags, flags_access)) =
+                stream_k_cache.launch_ptrs(stream, mode, grid)?;
+            let params = GemmParams { workspace, flags, ..params };
+            let keep = [Some(d_access), workspace_access, flags_access].into_iter().flatten();
             let config = LaunchConfig::linear(grid, threads).with_dynamic_smem(smem);
             // SAFETY: as above.
             unsafe { kernel.launch(stream, &config, (a_map, b_map, d_map, params, plan, grouped), keep)? };
         }
+        drop(stream_k_cache);
         Ok(())
     }
 }

@@ -312,7 +312,28 @@ fn grouped_moe_shapes_match_f64() {
             // The CPU quantisation of the larger weight would dominate the test's time.
             let (case, got) = run_fp8(masked_routing(5, &skewed), skewed.len(), n, k, 12);
             assert_eq!(case.first_miss_every(&got, true, 0, 61), None, "fp8 masked {n} × {k}");
+            let (case, got) = run_bf16(masked_routing(6, &skewed), skewed.len(), n, k, 13);
+            assert_eq!(case.first_miss_every(&got, false, 0, 61), None, "bf16 masked {n} × {k}");
         }
+    }
+}
+
+/// Masked problems of few experts with many rows, where the tiles with rows are one to a few
+/// waves of the grid and not whole waves: the balanced plan (`MaskedBalanced`) runs them as
+/// data-parallel waves plus a tail streamed over K, fix-ups included. Exact counts (no
+/// negative or oversized ones), one element in 7 of every computed row checked.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn grouped_masked_few_experts_stream_their_tail() {
+    let cases: [(&[i32], usize, usize); 4] =
+        [(&[1136], 1536, 4096), (&[500, 465], 768, 4096), (&[0, 1000, 37], 1024, 7168), (&[129; 16], 192, 1000)];
+    for (i, &(counts, capacity, n)) in cases.iter().enumerate() {
+        let routing = Routing::Masked { capacity, counts: counts.to_vec() };
+        let k = 384 + 64 * i;
+        let (case, got) = run_bf16(routing.clone(), counts.len(), n, k, 21 + i as u64);
+        assert_eq!(case.first_miss_every(&got, false, 0, 7), None, "bf16 {counts:?} of {capacity}, N {n}, K {k}");
+        let (case, got) = run_fp8(routing, counts.len(), n, k, 31 + i as u64);
+        assert_eq!(case.first_miss_every(&got, true, 0, 7), None, "fp8 {counts:?} of {capacity}, N {n}, K {k}");
     }
 }
 

@@ -10,13 +10,23 @@
 //! Algorithm: the dense bodies unchanged (the 16-bit one, [`crate::gemm_bf16_ws_persistent_sm90`],
 //! on 128 × 256 cooperative tiles; the FP8 one, [`crate::gemm_fp8_blockscaled_sm90`], on
 //! 128 × 128, or on its wide 64 × 256 tiles for a masked capacity of at most 64 rows, the
-//! decode regime, where one tile row holds an expert's rows either way), driven by `parts::schedule::ExpertTiles` (one entry per layout, so neither role
-//! carries it): whole tiles round robin (the host's plan is data-parallel) over the
-//! tile rows of all experts stacked along M, each unit told its expert (B's batch coordinate,
-//! and the FP8 scales' expert offset) and whether it has rows; producer and consumers read the
-//! same index or count and pass over a tile without rows together, so tiles of padding and of
-//! rows past an expert's count cost one cached load. Consecutive tiles go to different CTAs, so
-//! an expert's tiles spread over the whole grid however the tokens were routed.
+//! decode regime, where one tile row holds an expert's rows either way), driven by one of two
+//! schedulers (a type per entry, so no role carries the choice):
+//! - contiguous, and FP8 masked: `parts::schedule::ExpertTiles`, whole tiles round
+//!   robin (the host's plan is data-parallel) over the tile rows of all experts stacked along M,
+//!   each unit told its expert (B's batch coordinate, and the FP8 scales' expert offset) and
+//!   whether it has rows; producer and consumers read the same index or count and pass over a
+//!   tile without rows together, so tiles of padding and of rows past an expert's count cost one
+//!   cached load. Consecutive tiles go to different CTAs, so an expert's tiles spread over the
+//!   whole grid however the tokens were routed.
+//! - bf16 masked: `parts::schedule::MaskedBalanced`, which every role plans on the device from
+//!   the experts' counts: only the tiles with rows, in full data-parallel waves and a last
+//!   partial wave streamed over K (the body's stream-K fix-up, the host's stream-K buffers). A
+//!   few experts of many rows under a generous capacity otherwise leave the grid a partial wave
+//!   of whole tiles (one expert of 1136 rows: 144 tiles of 128 × 256 on 132 CTAs, two tile
+//!   times of work where 1.09 suffice). The FP8 body does not take it yet: with it, ptxas
+//!   13.5 spills 12 B per thread (its 40-register producer replanning a unit, and a prologue
+//!   value its consumers reload).
 //!
 //! Rows of D: a tile is written whole or not at all. A tile with an expert (contiguous: its first
 //! row's index; masked: some row below the expert's count) writes all its 128 rows, the padding
@@ -25,7 +35,7 @@
 
 use warpforge_dsl::abi::{BlockScaleParams, GemmParams, GroupedParams, TensorMap, TilePlan};
 use warpforge_dsl::num::Bf16;
-use warpforge_dsl::parts::schedule::ExpertTiles;
+use warpforge_dsl::parts::schedule::{ExpertTiles, MaskedBalanced, TileGeometry};
 
 use crate::gemm_bf16_ws_persistent_sm90::wide;
 use crate::gemm_epilogue::Linear;
@@ -34,7 +44,7 @@ use crate::gemm_sm90_ctas::Solo;
 
 /// The grouped bf16 entries: name, layout (`MASKED`).
 macro_rules! grouped_entries {
-    ($($bf16:ident: masked = $masked:literal;)*) => {$(
+    ($($bf16:ident: schedule = $schedule:expr;)*) => {$(
         /// Grouped bf16 GEMM, bf16 output; see the module docs, [`GemmParams`] and
         /// [`GroupedParams`].
         ///
@@ -55,13 +65,9 @@ macro_rules! grouped_entries {
         ) {
             // SAFETY: the index or count buffer covers the plan's rows or experts (launcher
             // contract).
-            let experts = |geometry| unsafe {
-                ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
-            };
+            let experts = |geometry| unsafe { $schedule(&plan, geometry, &grouped) };
             // SAFETY: forwarded to the launcher's contract.
-            unsafe {
-                wide!(Bf16, Linear<Bf16>, false, ExpertTiles<$masked>)(a_map, b_map, d_map, &params, &plan, experts)
-            }
+            unsafe { wide!(Bf16, Linear<Bf16>, false, _)(a_map, b_map, d_map, &params, &plan, experts) }
         }
     )*};
 }
@@ -69,7 +75,7 @@ macro_rules! grouped_entries {
 /// The grouped FP8 entries: name, layout (`MASKED`), tile (`WIDE`: 64 × 256, the FP8 body's
 /// side-by-side consumers) and ring depth.
 macro_rules! fp8_grouped_entries {
-    ($($(#[$doc:meta])* $fp8:ident: masked = $masked:literal, wide = $wide:literal, ring = $ring:expr;)*) => {$(
+    ($($(#[$doc:meta])* $fp8:ident: schedule = $schedule:expr, wide = $wide:literal, ring = $ring:expr;)*) => {$(
         $(#[$doc])*
         ///
         /// # Safety
@@ -91,9 +97,7 @@ macro_rules! fp8_grouped_entries {
         ) {
             // SAFETY: the index or count buffer covers the plan's rows or experts (launcher
             // contract).
-            let experts = |geometry| unsafe {
-                ExpertTiles::<$masked>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), &grouped)
-            };
+            let experts = |geometry| unsafe { $schedule(&plan, geometry, &grouped) };
             let scale_maps = (a_scale_map, b_scale_map);
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
@@ -103,18 +107,42 @@ macro_rules! fp8_grouped_entries {
     )*};
 }
 
+/// Data-parallel units over every tile of the layout, skipping those without rows.
+///
+/// # Safety
+/// As [`ExpertTiles::new`] for `grouped` and the plan's rasterisation.
+#[inline(always)]
+unsafe fn every_tile<const MASKED: bool>(
+    plan: &TilePlan,
+    geometry: TileGeometry,
+    grouped: &GroupedParams,
+) -> ExpertTiles<MASKED> {
+    // SAFETY: the caller's contract.
+    unsafe { ExpertTiles::<MASKED>::new(plan.raster, geometry, plan.units.k_iters_per_tile(), grouped) }
+}
+
+/// Masked: balanced units over the tiles with rows only (stream-K buffers for the grid).
+///
+/// # Safety
+/// As [`MaskedBalanced::new`] for `grouped`, with the plan's tile columns and K slices.
+#[inline(always)]
+unsafe fn balanced(plan: &TilePlan, geometry: TileGeometry, grouped: &GroupedParams) -> MaskedBalanced {
+    // SAFETY: the caller's contract.
+    unsafe { MaskedBalanced::new(geometry, plan.raster.tiles_n(), plan.units.k_iters_per_tile(), grouped) }
+}
+
 grouped_entries! {
-    gemm_grouped_contiguous_bf16_sm90: masked = false;
-    gemm_grouped_masked_bf16_sm90: masked = true;
+    gemm_grouped_contiguous_bf16_sm90: schedule = every_tile::<false>;
+    gemm_grouped_masked_bf16_sm90: schedule = balanced;
 }
 
 fp8_grouped_entries! {
     /// Grouped block-scaled FP8 GEMM, bf16 output, contiguous layout; see the module docs,
     /// [`GemmParams`], [`BlockScaleParams`] and [`GroupedParams`].
-    gemm_fp8_grouped_contiguous_bf16_sm90: masked = false, wide = false, ring = RING;
+    gemm_fp8_grouped_contiguous_bf16_sm90: schedule = every_tile::<false>, wide = false, ring = RING;
     /// Grouped block-scaled FP8 GEMM, bf16 output, masked layout.
-    gemm_fp8_grouped_masked_bf16_sm90: masked = true, wide = false, ring = RING;
+    gemm_fp8_grouped_masked_bf16_sm90: schedule = every_tile::<true>, wide = false, ring = RING;
     /// Grouped block-scaled FP8 GEMM, bf16 output, masked layout on 64 × 256 tiles (a capacity of
     /// at most 64 rows per expert: one tile row, written whole as on 128 × 128 tiles).
-    gemm_fp8_grouped_masked_bf16_wide_sm90: masked = true, wide = true, ring = WIDE_RING;
+    gemm_fp8_grouped_masked_bf16_wide_sm90: schedule = every_tile::<true>, wide = true, ring = WIDE_RING;
 }

@@ -12,10 +12,14 @@
 //! [`ExpertTiles`] is the grouped (mixture-of-experts) GEMMs' scheduler: the same units over the
 //! tiles of every expert, each told which expert's B it multiplies and whether it has rows at
 //! all (`logic::schedule::grouped`); the kernel's roles skip the units without rows together.
+//! [`MaskedBalanced`] is the masked layout's balanced scheduler: stream-K (hybrid) units over
+//! only the tiles with rows, planned on the device from the experts' counts.
 
 use crate::abi::GroupedParams;
 use crate::global;
-use crate::logic::schedule::grouped::{contiguous_expert, masked_tile_has_rows};
+use crate::logic::schedule::grouped::{
+    MaskedBalance, MaskedShape, contiguous_expert, masked_tile_has_rows, masked_tile_rows,
+};
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
 use crate::thread::grid_dim;
@@ -194,5 +198,76 @@ impl<const MASKED: bool> TileScheduler for ExpertTiles<MASKED> {
             }
         }
         Some(unit)
+    }
+}
+
+/// The masked grouped GEMMs' balanced units: `logic::schedule::grouped::MaskedBalance`, built
+/// by every role of every CTA from the experts' valid-row counts (read from the device, the
+/// same for all), one worker per CTA. Only tiles with rows are handed out (no unit is skipped),
+/// the full waves data-parallel and the last partial wave streamed over K, so the launch needs
+/// the stream-K partial slots and flags for its grid. It holds nothing but the launch's
+/// parameters: every unit plans again from the counts (one cached load per expert, and the
+/// hybrid's tail rule, a few hundred instructions a tile), so no register is held across a main
+/// loop for it.
+#[derive(Clone, Copy)]
+pub struct MaskedBalanced {
+    shape: MaskedShape,
+    geometry: TileGeometry,
+    counts: *const i32,
+    capacity: u32,
+}
+
+impl MaskedBalanced {
+    /// The balanced units of a masked launch of `tiles_n` tile columns of `k_slices` K slices
+    /// under `params` (`experts` batches of `capacity` rows), on a grid of one-CTA workers.
+    ///
+    /// # Safety
+    /// `params.groups` addresses one readable i32 per expert, unchanged for the whole launch;
+    /// `geometry.ctas_per_worker == 1`; the experts' capacity tiles (`experts · ⌈capacity /
+    /// block_m⌉ · tiles_n`) and `gridDim.x · k_slices` are below 2^32.
+    #[inline(always)]
+    pub unsafe fn new(geometry: TileGeometry, tiles_n: u32, k_slices: u32, params: &GroupedParams) -> Self {
+        let shape = MaskedShape { experts: params.experts, tiles_n, k_slices, workers: grid_dim().x };
+        MaskedBalanced { shape, geometry, counts: params.groups as *const i32, capacity: params.capacity }
+    }
+}
+
+/// Tile rows with rows of `expert` (its device count clamped to the capacity).
+///
+/// # Safety
+/// `counts` addresses a readable i32 for `expert`.
+#[inline(always)]
+unsafe fn expert_tile_rows(counts: *const i32, expert: u32, capacity: u32, block_m: u32) -> u32 {
+    // SAFETY: the caller's contract.
+    masked_tile_rows(unsafe { global::read_word(counts.add(expert as usize)) }, capacity, block_m)
+}
+
+impl TileScheduler for MaskedBalanced {
+    #[inline(always)]
+    fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
+        let g = self.geometry;
+        // SAFETY: the plan asks only for experts below `experts` (the constructor's contract
+        // gives each a count).
+        let rows_of = |expert| unsafe { expert_tile_rows(self.counts, expert, self.capacity, g.block_m) };
+        // Planned again per unit, from the counts (cached loads) and the launch's parameters:
+        // a consumer holds no plan across its main loop, where its registers are all taken.
+        let plan = MaskedBalance::new(&self.shape, rows_of);
+        let tile = plan.unit(&self.shape, worker, index, rows_of)?;
+        let unit = tile.unit;
+        let contributors = match unit.role {
+            UnitRole::Finalize => plan.units(&self.shape)?.contributors(unit.tile)?,
+            _ => (worker, worker),
+        };
+        Some(TileUnit {
+            batch: tile.expert as i32,
+            b_batch: tile.expert as i32,
+            skip: false,
+            m0: (tile.tile_row * g.block_m) as i32,
+            n0: (tile.tile_col * g.block_n) as i32,
+            k_begin: unit.k_begin,
+            k_end: unit.k_end,
+            role: unit.role,
+            contributors,
+        })
     }
 }

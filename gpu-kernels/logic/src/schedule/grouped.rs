@@ -13,7 +13,10 @@
 //! the tensors or a skipped tile, never to an address outside them. The tiles of all experts
 //! are rasterised as for a batched GEMM (tile rows of every expert stacked along M) and handed
 //! out by the ordinary schedulers; skipping is decided per tile, identically by every role of a
-//! worker, so producer and consumers stay in step.
+//! worker, so producer and consumers stay in step. [`MaskedBalance`] instead plans the masked
+//! layout on the device over only the tiles with rows (stream-K for the last partial wave).
+
+use super::stream_k::{StreamKMode, StreamKScheduler, WorkUnit};
 
 /// The two MoE layouts (the device code's `GroupedParams::layout`).
 #[repr(u32)]
@@ -52,6 +55,147 @@ pub const fn masked_rows(count: i32, capacity: u32) -> u32 {
 /// Whether the masked tile whose first row is `m0` (within its expert) has valid rows.
 pub const fn masked_tile_has_rows(m0: u32, count: i32, capacity: u32) -> bool {
     m0 < masked_rows(count, capacity)
+}
+
+/// Tile rows of a masked expert whose device count is `count`: its valid rows (clamped as
+/// [`masked_rows`]) over `block_m`, rounded up; the tiles at `m0 = 0, block_m, …` below it are
+/// exactly those for which [`masked_tile_has_rows`] holds.
+pub const fn masked_tile_rows(count: i32, capacity: u32, block_m: u32) -> u32 {
+    masked_rows(count, capacity).div_ceil(if block_m == 0 { 1 } else { block_m })
+}
+
+/// The expert and the tile row within it of tile row `row` of the masked layout's compacted
+/// raster, where expert `e` contributes `rows_of(e)` tile rows, in expert order. A `row` past
+/// the sum lands in the last expert, past its rows (callers hand out rows below the sum only).
+pub fn locate_tile_row(row: u32, experts: u32, rows_of: impl Fn(u32) -> u32) -> (u32, u32) {
+    let (mut rest, mut expert) = (row, 0);
+    while expert + 1 < experts {
+        let rows = rows_of(expert);
+        if rest < rows {
+            break;
+        }
+        rest -= rows;
+        expert += 1;
+    }
+    (expert, rest)
+}
+
+/// One unit of a [`MaskedBalance`] plan: the work unit (its `tile` indexes the compacted
+/// raster) and the tile's place: expert, tile row within the expert, tile column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaskedTile {
+    /// Which K slices of which compacted tile, and what the accumulator becomes.
+    pub unit: WorkUnit,
+    /// The expert (A's and D's batch, B's batch).
+    pub expert: u32,
+    /// Tile row within the expert (`m0 = tile_row · block_m`).
+    pub tile_row: u32,
+    /// Tile column (`n0 = tile_col · block_n`).
+    pub tile_col: u32,
+}
+
+/// What a masked launch's balanced plan is built over, all of it known before the counts:
+/// the experts, the tile columns, the K slices per tile and the workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaskedShape {
+    /// Experts (batches of A, B and D).
+    pub experts: u32,
+    /// Tile columns.
+    pub tiles_n: u32,
+    /// K slices per tile.
+    pub k_slices: u32,
+    /// Workers (one CTA each).
+    pub workers: u32,
+}
+
+/// The masked layout's balanced plan, built on the device from the valid-row counts: the
+/// hybrid stream-K units (`stream_k`) over only the tiles that have rows, every expert's tile
+/// rows with rows stacked along M in expert order and the columns outermost (M fastest: the
+/// workers of a wave share each B column tile from L2, and an expert's B is read once).
+///
+/// The data-parallel plan over the capacity hands out every capacity tile and skips those
+/// without rows, so a wave is as long as its busiest worker's count of tiles with rows: one
+/// expert of 1136 rows under a 1536-row capacity has 9 of 12 tile rows, 144 tiles of 128 × 256
+/// on 132 workers, two whole tile times where 1.09 suffice. Here the workers split exactly the
+/// tiles with rows, the last partial wave streamed over K. Every role of every worker builds
+/// the same plan from the same counts (read-only for the launch), so they agree without talking.
+///
+/// Streamed only with more tile rows than experts (more than one per expert on average): with
+/// one tile row per expert (decode steps) no two tiles share a B tile, the tiles stream their
+/// weights from memory, and on the H200 splitting the last wave (or, under one wave, every
+/// tile) cost 4–9 % against whole tiles; those plans stay data-parallel, still over the tiles
+/// with rows only. (The rule reads no count beyond the sum, so a role holds nothing more.)
+///
+/// Two values depend on the counts (the compacted raster's height and the tail's workers), and
+/// the units are rebuilt from them per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaskedBalance {
+    /// Tile rows with rows, summed over the experts: the compacted raster's height.
+    tile_rows: u32,
+    /// Workers of the hybrid's stream-K tail, or 0 for data-parallel units.
+    tail_workers: u32,
+}
+
+impl MaskedBalance {
+    /// The plan for `shape.experts` experts of `rows_of(e)` tile rows with rows each. Sums
+    /// saturate (a launch whose capacity tiles fit u32 never does).
+    pub fn new(shape: &MaskedShape, rows_of: impl Fn(u32) -> u32) -> Self {
+        let mut tile_rows: u32 = 0;
+        let mut expert = 0;
+        while expert < shape.experts {
+            tile_rows = tile_rows.saturating_add(rows_of(expert));
+            // A saturated sum stays so. (The second exit also keeps LLVM from unrolling the
+            // loop by a runtime factor, whose hoisted trip-count tests ptxas then holds
+            // through a GEMM's main loop.)
+            if tile_rows == u32::MAX {
+                break;
+            }
+            expert += 1;
+        }
+        let tiles = tile_rows.saturating_mul(shape.tiles_n);
+        let tail_workers = if tile_rows > shape.experts {
+            StreamKScheduler::hybrid_tail_workers(tiles, shape.k_slices, shape.workers)
+        } else {
+            0
+        };
+        MaskedBalance { tile_rows, tail_workers }
+    }
+
+    /// Tile rows with rows, over all experts.
+    pub const fn tile_rows(&self) -> u32 {
+        self.tile_rows
+    }
+
+    /// The work units over the compacted raster's tiles: `StreamKScheduler::try_new`'s hybrid
+    /// for them. `None` only when the stream-K tail has more than `u32::MAX` iterations, which
+    /// `shape.workers · shape.k_slices < 2^32` rules out (the tail has fewer tiles than workers).
+    pub const fn units(&self, shape: &MaskedShape) -> Option<StreamKScheduler> {
+        let tiles = self.tile_rows.saturating_mul(shape.tiles_n);
+        if self.tail_workers == 0 {
+            StreamKScheduler::try_new(tiles, shape.k_slices, shape.workers, StreamKMode::DataParallel)
+        } else {
+            StreamKScheduler::try_hybrid(tiles, shape.k_slices, shape.workers, self.tail_workers)
+        }
+    }
+
+    /// The `index`-th unit of `worker` and its tile's place (`rows_of` as for [`Self::new`]),
+    /// or `None` once the worker is done.
+    pub fn unit(
+        &self,
+        shape: &MaskedShape,
+        worker: u32,
+        index: u32,
+        rows_of: impl Fn(u32) -> u32,
+    ) -> Option<MaskedTile> {
+        let rows = self.tile_rows;
+        if rows == 0 {
+            return None;
+        }
+        let unit = self.units(shape)?.unit(worker, index)?;
+        let (row, tile_col) = (unit.tile % rows, unit.tile / rows);
+        let (expert, tile_row) = locate_tile_row(row, shape.experts, rows_of);
+        Some(MaskedTile { unit, expert, tile_row, tile_col })
+    }
 }
 
 /// Rows of a contiguous-layout A for experts with `counts` rows each, every segment padded to a
@@ -196,5 +340,101 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Simulates every worker of the balanced masked plan over random counts (empty experts,
+    /// negative and oversized counts among them): every K slice of every tile with rows is
+    /// computed exactly once, by units whose expert, row and column are the tile's; no tile
+    /// without rows is touched; a split tile's finaliser is the worker holding slice 0 and its
+    /// contributors are exactly the workers holding its other slices; and the busiest worker
+    /// runs no more slices than a data-parallel plan over the tiles with rows would give it.
+    #[test]
+    fn balanced_masked_plan_covers_each_slice_of_each_tile_with_rows_once() {
+        use crate::schedule::stream_k::UnitRole;
+        let mut rng = Lcg(0xba1a);
+        for case in 0..400 {
+            let experts = 1 + rng.next(20);
+            let tiles_n = 1 + rng.next(6);
+            let workers = 1 + rng.next(48);
+            let k_slices = 1 + rng.next(9);
+            let block_m = 128;
+            let capacity = (1 + rng.next(4)) * block_m - rng.next(2) * rng.next(block_m);
+            let counts: Vec<i32> = (0..experts)
+                .map(|_| match rng.next(6) {
+                    0 => 0,
+                    1 => -7,
+                    2 => i32::MAX,
+                    _ => rng.next(capacity + 1) as i32,
+                })
+                .collect();
+            let rows_of = |e: u32| masked_tile_rows(counts[e as usize], capacity, block_m);
+            let shape = MaskedShape { experts, tiles_n, k_slices, workers };
+            let plan = MaskedBalance::new(&shape, rows_of);
+            let units = plan.units(&shape).unwrap();
+            let tiles = plan.tile_rows() * tiles_n;
+            let mode = if plan.tile_rows() > experts { StreamKMode::Hybrid } else { StreamKMode::DataParallel };
+            assert_eq!(units, StreamKScheduler::new(tiles, k_slices, workers, mode), "case {case}");
+            let capacity_rows = capacity.div_ceil(block_m);
+            // Per (expert, tile row, column): which worker ran each K slice.
+            let mut owner = vec![u32::MAX; (experts * capacity_rows * tiles_n * k_slices) as usize];
+            let mut busiest = 0;
+            for worker in 0..workers {
+                let (mut index, mut slices) = (0, 0);
+                while let Some(t) = plan.unit(&shape, worker, index, rows_of) {
+                    index += 1;
+                    assert!(t.expert < experts && t.tile_col < tiles_n, "case {case}: {t:?}");
+                    assert!(
+                        masked_tile_has_rows(t.tile_row * block_m, counts[t.expert as usize], capacity),
+                        "case {case}: a tile without rows {t:?}"
+                    );
+                    let tile = (t.expert * capacity_rows + t.tile_row) * tiles_n + t.tile_col;
+                    for k in t.unit.k_begin..t.unit.k_end {
+                        let slot = &mut owner[(tile * k_slices + k) as usize];
+                        assert_eq!(*slot, u32::MAX, "case {case}: slice {k} of {t:?} twice");
+                        *slot = worker;
+                    }
+                    slices += t.unit.k_end - t.unit.k_begin;
+                    if t.unit.role == UnitRole::Finalize {
+                        assert_eq!(t.unit.k_begin, 0, "case {case}");
+                    }
+                    let (first, last) = units.contributors(t.unit.tile).unwrap();
+                    assert!(first <= worker && worker <= last, "case {case}: {worker} not in {first}..={last}");
+                    match t.unit.role {
+                        UnitRole::Whole => assert_eq!((first, last), (worker, worker), "case {case}"),
+                        UnitRole::Finalize => assert!(first == worker && last > worker, "case {case}"),
+                        UnitRole::Partial => assert!(first < worker, "case {case}"),
+                    }
+                }
+                busiest = busiest.max(slices);
+            }
+            let mut with_rows = 0;
+            for e in 0..experts {
+                for r in 0..capacity_rows {
+                    let has_rows = masked_tile_has_rows(r * block_m, counts[e as usize], capacity);
+                    with_rows += u32::from(has_rows) * tiles_n;
+                    for n in 0..tiles_n {
+                        let tile = (e * capacity_rows + r) * tiles_n + n;
+                        for k in 0..k_slices {
+                            let ran = owner[(tile * k_slices + k) as usize] != u32::MAX;
+                            assert_eq!(ran, has_rows, "case {case}: expert {e} row {r} col {n} slice {k}");
+                        }
+                    }
+                }
+            }
+            assert_eq!(plan.tile_rows() * tiles_n, with_rows, "case {case}");
+            assert!(busiest <= with_rows.div_ceil(workers) * k_slices, "case {case}: busiest {busiest}");
+        }
+    }
+
+    #[test]
+    fn tile_rows_are_located_in_expert_order() {
+        let rows = [2, 0, 3, 1];
+        let rows_of = |e: u32| rows[e as usize];
+        let located: Vec<(u32, u32)> = (0..6).map(|r| locate_tile_row(r, 4, rows_of)).collect();
+        assert_eq!(located, [(0, 0), (0, 1), (2, 0), (2, 1), (2, 2), (3, 0)]);
+        assert_eq!(locate_tile_row(9, 4, rows_of), (3, 4));
+        assert_eq!(masked_tile_rows(1136, 1536, 128), 9);
+        assert_eq!(masked_tile_rows(-1, 1536, 128), 0);
+        assert_eq!(masked_tile_rows(5000, 1536, 128), 12);
     }
 }

@@ -37,7 +37,7 @@
 //! Data-parallel tiles are `0..T − r`, stream-K tiles `T − r..T`, positions in a
 //! [`super::swizzled::Rasterization`].
 
-use super::heuristic::{STREAM_K_MAX_SPLITS, tail_stream_k_grid};
+use super::heuristic::{STREAM_K_FIRST_PARTIAL_ITERS, STREAM_K_MAX_SPLITS, STREAM_K_NEXT_PARTIAL_ITERS};
 
 /// Pure stream-K, the hybrid (see the module doc for the hybrid rule), or no stream-K at all.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -95,6 +95,24 @@ pub struct StreamKScheduler {
     sk_extra: u32,
 }
 
+/// The hybrid's (stream-K tiles, stream-K workers) for `tiles` tiles on `workers ≥ 1` workers
+/// with its tail on `tail_workers`: no tail when every wave is full, every tile streamed when
+/// none is, else the partial wave's tiles over `tail_workers` (clamped to `1..=workers`).
+const fn hybrid_split(tiles: u32, workers: u32, tail_workers: u32) -> (u32, u32) {
+    let (full_waves, rest) = (tiles / workers, tiles % workers);
+    if rest == 0 {
+        (0, workers)
+    } else if full_waves == 0 {
+        (tiles, workers)
+    } else if tail_workers == 0 {
+        (rest, 1)
+    } else if tail_workers > workers {
+        (rest, workers)
+    } else {
+        (rest, tail_workers)
+    }
+}
+
 impl StreamKScheduler {
     /// The split of `tiles` tiles of `k_iters_per_tile` iterations over `workers` workers
     /// (0 workers or 0 iterations count as 1). `None` when the stream-K part has more than
@@ -105,17 +123,65 @@ impl StreamKScheduler {
         let (sk_tiles, sk_workers) = match mode {
             StreamKMode::DataParallel => (0, workers),
             StreamKMode::Pure => (tiles, workers),
-            StreamKMode::Hybrid => {
-                let (full_waves, rest) = (tiles / workers, tiles % workers);
-                if rest == 0 {
-                    (0, workers)
-                } else if full_waves == 0 {
-                    (tiles, workers)
-                } else {
-                    (rest, tail_stream_k_grid(rest, k_iters, workers, STREAM_K_MAX_SPLITS))
+            StreamKMode::Hybrid => hybrid_split(tiles, workers, Self::hybrid_tail_workers(tiles, k_iters, workers)),
+        };
+        let sk_iters = match sk_tiles.checked_mul(k_iters) {
+            Some(i) => i,
+            None => return None,
+        };
+        Some(StreamKScheduler {
+            tiles,
+            k_iters,
+            workers,
+            sk_tiles,
+            sk_workers,
+            sk_base: sk_iters / sk_workers,
+            sk_extra: sk_iters % sk_workers,
+        })
+    }
+
+    /// The workers the hybrid ([`StreamKMode::Hybrid`]) streams its partial last wave over, for
+    /// `tiles` tiles of `k_iters_per_tile` iterations on `workers` workers (0 counts as 1):
+    /// `tail_stream_k_grid` of that wave's tiles, or all workers when no wave is partial or none
+    /// is full.
+    pub const fn hybrid_tail_workers(tiles: u32, k_iters_per_tile: u32, workers: u32) -> u32 {
+        let workers = if workers == 0 { 1 } else { workers };
+        let k_iters = if k_iters_per_tile == 0 { 1 } else { k_iters_per_tile };
+        let (full_waves, rest) = (tiles / workers, tiles % workers);
+        if rest == 0 || full_waves == 0 {
+            return workers;
+        }
+        // `tail_stream_k_grid(rest, k_iters, workers, STREAM_K_MAX_SPLITS)` in u32 steps (a
+        // kernel replans it per tile in a 40-register role; the test below checks the two
+        // agree): an even split `s` gives each of `rest · s ≤ workers` workers `k_iters / s`
+        // iterations plus the fix-up of `s` sharers; the cheapest wins, the fewest splits on a tie.
+        let (mut best_split, mut best_cost) = (1, k_iters);
+        let mut split = 2;
+        while split <= STREAM_K_MAX_SPLITS {
+            let fits = match rest.checked_mul(split) {
+                Some(grid) => grid <= workers,
+                None => false,
+            };
+            if fits && k_iters.is_multiple_of(split) {
+                let fix_up = (STREAM_K_FIRST_PARTIAL_ITERS + STREAM_K_NEXT_PARTIAL_ITERS * (split as u64 - 2)) as u32;
+                let cost = k_iters / split + fix_up;
+                if cost < best_cost {
+                    (best_split, best_cost) = (split, cost);
                 }
             }
-        };
+            split += 1;
+        }
+        rest * best_split
+    }
+
+    /// The hybrid as [`StreamKScheduler::try_new`] plans it, with its tail's workers given
+    /// (`tail_workers`, from [`StreamKScheduler::hybrid_tail_workers`] of the same arguments,
+    /// clamped to `1..=workers`): for a kernel that plans the tail once and rebuilds the rest
+    /// from two registers per unit, where holding the whole scheduler would cost seven.
+    pub const fn try_hybrid(tiles: u32, k_iters_per_tile: u32, workers: u32, tail_workers: u32) -> Option<Self> {
+        let workers = if workers == 0 { 1 } else { workers };
+        let k_iters = if k_iters_per_tile == 0 { 1 } else { k_iters_per_tile };
+        let (sk_tiles, sk_workers) = hybrid_split(tiles, workers, tail_workers);
         let sk_iters = match sk_tiles.checked_mul(k_iters) {
             Some(i) => i,
             None => return None,
@@ -270,6 +336,29 @@ impl StreamKScheduler {
 
 #[cfg(test)]
 mod tests {
+    use crate::schedule::heuristic::tail_stream_k_grid;
+
+    /// The u32 tail rule the kernels replan per tile is `tail_stream_k_grid`'s choice for the
+    /// partial wave, over every small problem.
+    #[test]
+    fn hybrid_tail_workers_is_the_tail_stream_k_grid() {
+        for workers in [1, 2, 3, 7, 16, 33, 66, 114, 132, 264] {
+            for k in 1..=40 {
+                for tiles in 0..=3 * workers + 5 {
+                    let (full, rest) = (tiles / workers, tiles % workers);
+                    let want = if rest == 0 || full == 0 {
+                        workers
+                    } else {
+                        tail_stream_k_grid(rest, k, workers, STREAM_K_MAX_SPLITS)
+                    };
+                    let got = StreamKScheduler::hybrid_tail_workers(tiles, k, workers);
+                    assert_eq!(got, want, "tiles {tiles}, k {k}, workers {workers}");
+                    let hybrid = StreamKScheduler::new(tiles, k, workers, StreamKMode::Hybrid);
+                    assert_eq!(StreamKScheduler::try_hybrid(tiles, k, workers, got), Some(hybrid));
+                }
+            }
+        }
+    }
     use super::*;
     use proptest::prelude::*;
     use std::vec;
