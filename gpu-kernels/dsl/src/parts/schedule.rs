@@ -254,10 +254,6 @@ impl TileScheduler for MaskedBalanced {
         let plan = MaskedBalance::new(&self.shape, rows_of);
         let tile = plan.unit(&self.shape, worker, index, rows_of)?;
         let unit = tile.unit;
-        let contributors = match unit.role {
-            UnitRole::Finalize => plan.units(&self.shape)?.contributors(unit.tile)?,
-            _ => (worker, worker),
-        };
         Some(TileUnit {
             batch: tile.expert as i32,
             b_batch: tile.expert as i32,
@@ -267,7 +263,7 @@ impl TileScheduler for MaskedBalanced {
             k_begin: unit.k_begin,
             k_end: unit.k_end,
             role: unit.role,
-            contributors,
+            contributors: tile.contributors,
         })
     }
 }

@@ -16,7 +16,7 @@
 //! worker, so producer and consumers stay in step. [`MaskedBalance`] instead plans the masked
 //! layout on the device over only the tiles with rows (stream-K for the last partial wave).
 
-use super::stream_k::{StreamKMode, StreamKScheduler, WorkUnit};
+use super::stream_k::{StreamKMode, StreamKScheduler, UnitRole, WorkUnit};
 
 /// The two MoE layouts (the device code's `GroupedParams::layout`).
 #[repr(u32)]
@@ -92,6 +92,9 @@ pub struct MaskedTile {
     pub tile_row: u32,
     /// Tile column (`n0 = tile_col · block_n`).
     pub tile_col: u32,
+    /// The workers computing part of the tile, `first..=last` (`StreamKScheduler::contributors`)
+    /// for a finalising unit; `(worker, worker)` otherwise.
+    pub contributors: (u32, u32),
 }
 
 /// What a masked launch's balanced plan is built over, all of it known before the counts:
@@ -191,10 +194,15 @@ impl MaskedBalance {
         if rows == 0 {
             return None;
         }
-        let unit = self.units(shape)?.unit(worker, index)?;
+        let units = self.units(shape)?;
+        let unit = units.unit(worker, index)?;
+        let contributors = match unit.role {
+            UnitRole::Finalize => units.contributors(unit.tile)?,
+            _ => (worker, worker),
+        };
         let (row, tile_col) = (unit.tile % rows, unit.tile / rows);
         let (expert, tile_row) = locate_tile_row(row, shape.experts, rows_of);
-        Some(MaskedTile { unit, expert, tile_row, tile_col })
+        Some(MaskedTile { unit, expert, tile_row, tile_col, contributors })
     }
 }
 
@@ -350,7 +358,6 @@ mod tests {
     /// runs no more slices than a data-parallel plan over the tiles with rows would give it.
     #[test]
     fn balanced_masked_plan_covers_each_slice_of_each_tile_with_rows_once() {
-        use crate::schedule::stream_k::UnitRole;
         let mut rng = Lcg(0xba1a);
         for case in 0..400 {
             let experts = 1 + rng.next(20);
@@ -398,6 +405,11 @@ mod tests {
                         assert_eq!(t.unit.k_begin, 0, "case {case}");
                     }
                     let (first, last) = units.contributors(t.unit.tile).unwrap();
+                    if t.unit.role == UnitRole::Finalize {
+                        assert_eq!(t.contributors, (first, last), "case {case}");
+                    } else {
+                        assert_eq!(t.contributors, (worker, worker), "case {case}");
+                    }
                     assert!(first <= worker && worker <= last, "case {case}: {worker} not in {first}..={last}");
                     match t.unit.role {
                         UnitRole::Whole => assert_eq!((first, last), (worker, worker), "case {case}"),
