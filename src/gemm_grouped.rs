@@ -293,9 +293,8 @@ pub fn check_contiguous_indices(indices: &[i32], experts: usize) -> Result<()> {
 
 /// The per-launch plan: data-parallel over every `block_m × block_n` tile of every batch (tile
 /// rows of each batch stacked along M), skipped tiles included (the kernel passes over them),
-/// and the grid: one CTA per tile up to the persistent capacity. The balanced (masked, 128-row
-/// tile) entries take only the tile columns and K slices from it and plan their units on the
-/// device.
+/// and the grid: one CTA per tile up to the persistent capacity. The balanced (bf16 masked)
+/// entry takes only the tile columns and K slices from it and plans its units on the device.
 fn grouped_plan(
     e: &GroupedExtents,
     (block_m, block_n): (u32, u32),
@@ -555,10 +554,10 @@ impl Warpforge {
         };
         let grouped =
             GroupedParams { experts: e.experts as u32, capacity: if masked { e.rows as u32 } else { 0 }, groups };
-        // The masked entries on 128-row tiles balance the tiles with rows over the grid on the
-        // device (`MaskedBalanced`: the last partial wave streamed over K), so they take this
-        // stream's stream-K buffers for the grid; the others are data-parallel.
-        let mode = if masked && !wide { StreamKMode::Hybrid } else { StreamKMode::DataParallel };
+        // The bf16 masked entry balances the tiles with rows over the grid on the device
+        // (`MaskedBalanced`: the last partial wave streamed over K), so it takes this stream's
+        // stream-K buffers for the grid; the others are data-parallel.
+        let mode = if masked && !fp8 { StreamKMode::Hybrid } else { StreamKMode::DataParallel };
         let mut stream_k_cache = self.stream_k_cache().lock()?;
         // Both launches below: the A/B maps cover the caller's buffers (lengths checked against
         // the problem, 16-byte aligned); the D map is used only when `d_tma` is set and covers

@@ -247,7 +247,8 @@ pub(crate) unsafe fn gemm<T, E, W, G, S, const PINGPONG: bool, const BN: usize, 
     // The worker is read in place per trip (`block_idx_x_in_place`): held across the main loop
     // it would cost registers there.
     loop {
-        let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
+        // SAFETY: the consumer warpgroup's lanes reach here together (converged at the loop's end).
+        let Some(unit) = (unsafe { units.unit_uniform(block_idx_x_in_place() / G::CTAS, index) }) else { break };
         'unit: {
             if unit.skip {
                 break 'unit;

@@ -277,7 +277,8 @@ pub(crate) unsafe fn gemm<S: TileScheduler, G: CtaGroup, const WIDE: bool, const
     let mut consumer = Consumer::new(pipe, G::release(), leader);
     let mut index = 0;
     loop {
-        let Some(unit) = units.unit(block_idx_x_in_place() / G::CTAS, index) else { break };
+        // SAFETY: the consumer warpgroup's lanes reach here together (converged at the loop's end).
+        let Some(unit) = (unsafe { units.unit_uniform(block_idx_x_in_place() / G::CTAS, index) }) else { break };
         'unit: {
             if unit.skip {
                 break 'unit;

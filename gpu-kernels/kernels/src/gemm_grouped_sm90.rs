@@ -12,20 +12,22 @@
 //! 128 × 128, or on its wide 64 × 256 tiles for a masked capacity of at most 64 rows, the
 //! decode regime, where one tile row holds an expert's rows either way), driven by one of two
 //! schedulers (a type per entry, so no role carries the choice):
-//! - contiguous, and FP8 masked on wide tiles: `parts::schedule::ExpertTiles`, whole tiles round
+//! - contiguous, and FP8 masked: `parts::schedule::ExpertTiles`, whole tiles round
 //!   robin (the host's plan is data-parallel) over the tile rows of all experts stacked along M,
 //!   each unit told its expert (B's batch coordinate, and the FP8 scales' expert offset) and
 //!   whether it has rows; producer and consumers read the same index or count and pass over a
 //!   tile without rows together, so tiles of padding and of rows past an expert's count cost one
 //!   cached load. Consecutive tiles go to different CTAs, so an expert's tiles spread over the
 //!   whole grid however the tokens were routed.
-//! - masked on 128-row tiles (bf16, and FP8 on 128 × 128): `parts::schedule::MaskedBalanced`,
-//!   which every role plans on the device from the experts' counts: only the tiles with rows,
-//!   in full data-parallel waves and a last partial wave streamed over K when there are more
-//!   tile rows than experts (the bodies' stream-K fix-up, the host's stream-K buffers), else
-//!   data-parallel. A few experts of many rows under a generous capacity otherwise leave the
-//!   grid a partial wave of whole tiles (one expert of 1136 rows: 144 tiles of 128 × 256 on 132
-//!   CTAs, two tile times of work where 1.09 suffice).
+//! - bf16 masked: `parts::schedule::MaskedBalanced`, which every role plans on the device from
+//!   the experts' counts: only the tiles with rows, in full data-parallel waves and a last
+//!   partial wave streamed over K when there are more tile rows than experts (the body's
+//!   stream-K fix-up, the host's stream-K buffers), else data-parallel. A few experts of many
+//!   rows under a generous capacity otherwise leave the grid a partial wave of whole tiles (one
+//!   expert of 1136 rows: 144 tiles of 128 × 256 on 132 CTAs, two tile times of work where 1.09
+//!   suffice). The consumers take each unit through `unit_uniform`, so the main loop stays on
+//!   the uniform datapath. The FP8 body does not take it yet: with it, ptxas 13.5 spills 8–22 B
+//!   per thread.
 //!
 //! Rows of D: a tile is written whole or not at all. A tile with an expert (contiguous: its first
 //! row's index; masked: some row below the expert's count) writes all its 128 rows, the padding
@@ -140,7 +142,7 @@ fp8_grouped_entries! {
     /// [`GemmParams`], [`BlockScaleParams`] and [`GroupedParams`].
     gemm_fp8_grouped_contiguous_bf16_sm90: schedule = every_tile::<false>, wide = false, ring = RING;
     /// Grouped block-scaled FP8 GEMM, bf16 output, masked layout.
-    gemm_fp8_grouped_masked_bf16_sm90: schedule = balanced, wide = false, ring = RING;
+    gemm_fp8_grouped_masked_bf16_sm90: schedule = every_tile::<true>, wide = false, ring = RING;
     /// Grouped block-scaled FP8 GEMM, bf16 output, masked layout on 64 × 256 tiles (a capacity of
     /// at most 64 rows per expert: one tile row, written whole as on 128 × 128 tiles).
     gemm_fp8_grouped_masked_bf16_wide_sm90: schedule = every_tile::<true>, wide = true, ring = WIDE_RING;

@@ -23,6 +23,7 @@ use crate::logic::schedule::grouped::{
 use crate::logic::schedule::stream_k::{StreamKScheduler, UnitRole};
 use crate::logic::schedule::swizzled::Rasterization;
 use crate::thread::grid_dim;
+use crate::warp;
 
 /// One scheduled piece of work: K slices `k_begin..k_end` of the output tile at (`m0`, `n0`)
 /// of `batch`, multiplying by B's batch `b_batch`.
@@ -64,6 +65,18 @@ pub trait TileScheduler {
     const SKIPS: bool = false;
     /// The `index`-th unit of `worker`, or `None` when the worker is done.
     fn unit(&self, worker: u32, index: u32) -> Option<TileUnit>;
+
+    /// As [`TileScheduler::unit`], for a caller whose 32 lanes of each warp call it together (a
+    /// consumer warpgroup): a scheduler whose units derive from values read from memory returns
+    /// them through `warp::uniform`, so the main loop's counts and wgmma descriptors stay on the
+    /// uniform datapath. The default is `unit`.
+    ///
+    /// # Safety
+    /// Every lane of the calling warp calls it together, with the same arguments.
+    #[inline(always)]
+    unsafe fn unit_uniform(&self, worker: u32, index: u32) -> Option<TileUnit> {
+        self.unit(worker, index)
+    }
 }
 
 /// Tile extents and how a worker's CTAs share a unit.
@@ -243,6 +256,30 @@ unsafe fn expert_tile_rows(counts: *const i32, expert: u32, capacity: u32, block
 }
 
 impl TileScheduler for MaskedBalanced {
+    /// The counts are loads, so every field of a unit is a vector register to ptxas; the
+    /// consumers take the main loop's through a warp reduction (the lanes agree on all).
+    #[inline(always)]
+    unsafe fn unit_uniform(&self, worker: u32, index: u32) -> Option<TileUnit> {
+        let unit = self.unit(worker, index);
+        // SAFETY: the caller's contract: the warp's lanes call together and hold the same unit.
+        let uniform = |value: u32| unsafe { warp::uniform(value) };
+        if uniform(unit.is_some() as u32) == 0 {
+            return None;
+        }
+        let u = unit?;
+        // The main loop's count and the tile's coordinates; the role and the contributors are
+        // read once after it (taking them through the datapath too cost the FP8 body a spill).
+        Some(TileUnit {
+            batch: uniform(u.batch as u32) as i32,
+            b_batch: uniform(u.b_batch as u32) as i32,
+            m0: uniform(u.m0 as u32) as i32,
+            n0: uniform(u.n0 as u32) as i32,
+            k_begin: uniform(u.k_begin),
+            k_end: uniform(u.k_end),
+            ..u
+        })
+    }
+
     #[inline(always)]
     fn unit(&self, worker: u32, index: u32) -> Option<TileUnit> {
         let g = self.geometry;
