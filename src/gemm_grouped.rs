@@ -43,7 +43,7 @@ use warpforge_host::tensor_map::{Swizzle, TensorMapBuilder, TmaElement};
 use warpforge_host::{Error, LaunchConfig, Result};
 use warpforge_logic::blockscaled::k_blocks;
 use warpforge_logic::quant::group_scale_pitch;
-use warpforge_logic::schedule::grouped::GroupedLayout;
+use warpforge_logic::schedule::grouped::{DATA_PARALLEL_BAND, GroupedLayout};
 use warpforge_logic::schedule::stream_k::{StreamKMode, StreamKScheduler};
 use warpforge_logic::schedule::swizzled::{Raster, Rasterization};
 
@@ -305,8 +305,9 @@ fn grouped_plan(
     let too_many = || Error::InvalidArgument(format!("grouped GEMM {e:?}: too many tiles (at most 2^32 - 1)"));
     let tiles_m = rows_per_batch.checked_mul(e.batches as u32).ok_or_else(too_many)?;
     let tiles_n = e.n.div_ceil(block_n as usize) as u32;
-    // Bands of 4 tile rows: an expert's rows share its B columns from L2 within a band.
-    let raster = Rasterization::try_new(tiles_m, tiles_n, 4, Raster::AlongM).ok_or_else(too_many)?;
+    // Bands of 4 tile rows: an expert's rows share its B columns from L2 within a band (the
+    // masked plan's data-parallel walk over its tiles with rows keeps this order).
+    let raster = Rasterization::try_new(tiles_m, tiles_n, DATA_PARALLEL_BAND, Raster::AlongM).ok_or_else(too_many)?;
     let grid = raster.tile_count().clamp(1, capacity.max(1));
     let units = StreamKScheduler::try_new(raster.tile_count(), k_slices, grid, StreamKMode::DataParallel)
         .ok_or_else(too_many)?;
