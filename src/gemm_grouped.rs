@@ -555,10 +555,12 @@ impl Warpforge {
         };
         let grouped =
             GroupedParams { experts: e.experts as u32, capacity: if masked { e.rows as u32 } else { 0 }, groups };
-        // The bf16 masked entry balances the tiles with rows over the grid on the device
-        // (`MaskedBalanced`: the last partial wave streamed over K), so it takes this stream's
-        // stream-K buffers for the grid; the others are data-parallel.
-        let mode = if masked && !fp8 { StreamKMode::Hybrid } else { StreamKMode::DataParallel };
+        // With more than one tile row of capacity per expert, the bf16 masked launch balances
+        // the tiles with rows over the grid on the device (`MaskedBalanced`: the last partial
+        // wave streamed over K), so it takes this stream's stream-K buffers for the grid; the
+        // others (decode capacities among them) are data-parallel over the capacity tiles.
+        let balanced = masked && !fp8 && e.rows > gemm_sm90::BLOCK_M as usize;
+        let mode = if balanced { StreamKMode::Hybrid } else { StreamKMode::DataParallel };
         let mut stream_k_cache = self.stream_k_cache().lock()?;
         // Both launches below: the A/B maps cover the caller's buffers (lengths checked against
         // the problem, 16-byte aligned); the D map is used only when `d_tma` is set and covers
@@ -597,7 +599,11 @@ impl Warpforge {
                 )?
             };
         } else {
-            let entry = if masked { entries::GEMM_GROUPED_MASKED_BF16 } else { entries::GEMM_GROUPED_CONTIGUOUS_BF16 };
+            let entry = match (masked, balanced) {
+                (true, true) => entries::GEMM_GROUPED_MASKED_BALANCED_BF16,
+                (true, false) => entries::GEMM_GROUPED_MASKED_BF16,
+                (false, _) => entries::GEMM_GROUPED_CONTIGUOUS_BF16,
+            };
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(threads, smem, None, u64::MAX)?.blocks;
             let (grid, plan) = grouped_plan(e, tile, k_slices, capacity)?;

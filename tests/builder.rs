@@ -318,6 +318,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     check(d, entries::GEMM_FP8_BLOCKSCALED_BF16_WIDE);
     check(d, entries::GEMM_GROUPED_CONTIGUOUS_BF16);
     check(d, entries::GEMM_GROUPED_MASKED_BF16);
+    check(d, entries::GEMM_GROUPED_MASKED_BALANCED_BF16);
     check(d, entries::GEMM_FP8_GROUPED_CONTIGUOUS_BF16);
     check(d, entries::GEMM_FP8_GROUPED_MASKED_BF16);
     check(d, entries::GEMM_FP8_GROUPED_MASKED_BF16_WIDE);

@@ -658,8 +658,15 @@ pub mod entries {
     /// Grouped (mixture-of-experts) GEMM, bf16 in and out, contiguous layout (`GroupedParams`):
     /// the 16-bit body on 128 × 256 tiles, tiles without rows skipped.
     pub const GEMM_GROUPED_CONTIGUOUS_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_contiguous_bf16_sm90");
-    /// Grouped bf16 GEMM, masked layout.
+    /// Grouped bf16 GEMM, masked layout, for a capacity of at most one tile row per expert
+    /// (decode steps): every capacity tile round robin, those without rows skipped.
     pub const GEMM_GROUPED_MASKED_BF16: Entry<GemmGroupedSm90> = Entry::new("gemm_grouped_masked_bf16_sm90");
+    /// Grouped bf16 GEMM, masked layout, for a capacity of more than one tile row per expert:
+    /// the plan balanced on the device over the tiles with rows (`MaskedBalanced`: the last
+    /// partial wave streamed over K with more tile rows than experts), with the stream's
+    /// stream-K buffers for the grid.
+    pub const GEMM_GROUPED_MASKED_BALANCED_BF16: Entry<GemmGroupedSm90> =
+        Entry::new("gemm_grouped_masked_balanced_bf16_sm90");
     /// Grouped block-scaled FP8 GEMM, bf16 output, contiguous layout: the FP8 body on 128 × 128
     /// tiles.
     pub const GEMM_FP8_GROUPED_CONTIGUOUS_BF16: Entry<GemmFp8GroupedSm90> =
