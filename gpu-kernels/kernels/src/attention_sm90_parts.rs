@@ -11,7 +11,7 @@ use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::attention::{AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible};
 use warpforge_dsl::logic::fragment::{WGMMA_M, acc_coord};
 use warpforge_dsl::logic::schedule::claims::TileClaims;
-use warpforge_dsl::parts::epilogue::Output;
+use warpforge_dsl::parts::epilogue::{Output, store_row_pairs};
 use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
 use warpforge_dsl::shared::SharedPtr;
@@ -297,23 +297,16 @@ pub(crate) unsafe fn store_rows<T: Output, O: Accumulator<Elem = f32>>(
     let max = softmax.max;
     rows::scale_rows(&mut o, sum.map(|l| if l > 0.0 { math::rcp(l) } else { 0.0 }));
     let o_head = slice(p, batch) as u64 * p.o_batch_stride + head as u64 * p.o_head_stride;
-    let o_base = p.o as *mut u32;
-    let mut low = 0.0;
-    o.for_each(|i, v| {
-        if i % 2 == 0 {
-            low = v;
-            return;
-        }
-        // Registers 2j, 2j + 1: columns c, c + 1 of one row.
-        let (r, c) = acc_coord(t, i as u32 - 1);
+    let o_base = p.o as *mut T;
+    let row = |r: u32| {
         let q = q0 + r;
-        if q < seq.q_len {
-            let element = o_head + (seq.q_base + q) as u64 * p.o_row_stride + c as u64;
-            // SAFETY: a row of this sequence inside O (contract); `c` and the strides are even,
-            // so the pair is 4-byte aligned.
-            unsafe { *o_base.add((element / 2) as usize) = T::staged_pair(low, v) };
-        }
-    });
+        // SAFETY: a row of this sequence inside O (contract); its strides are even, so the
+        // row starts 4-byte aligned.
+        (q < seq.q_len).then(|| unsafe { o_base.add((o_head + (seq.q_base + q) as u64 * p.o_row_stride) as usize) })
+    };
+    // SAFETY: the whole warpgroup after the last wait (contract); each row holds head_dim
+    // (`O::N`) elements of the 16-bit `T`.
+    unsafe { store_row_pairs::<T, O>(&o, row) };
     if p.lse != 0 && t % 4 == 0 {
         for slot in 0..2 {
             let q = q0 + slot_row(t, slot);

@@ -8,13 +8,15 @@
 //!   overlap whatever the warpgroup does next, and TMA clips the ragged edges;
 //! - [`store_direct`]: element by element to any pitch and type (the fallback when D cannot be
 //!   written by TMA);
+//! - [`store_row_pairs`]: a 16-bit tile as 4-byte column pairs from two row addresses per
+//!   thread (rows of any pitch, one branch per row, constant offsets along it);
 //! - [`pair_columns`]: a register-tile op that combines the two halves of every 16-column block
 //!   into a half-width tile in the accumulator's own layout (dual-GEMM epilogues such as
 //!   gate-up + SwiGLU), which then leaves through either store.
 //!
 //! A stream-K partial is the third way out: [`super::stream_k`].
 
-use crate::logic::fragment::{WGMMA_M, acc_coord};
+use crate::logic::fragment::{WGMMA_M, acc_coord, acc_thread_row};
 use crate::num::{Bf16, F16};
 use crate::sync::{NamedBarrier, fence_proxy_async_shared};
 use crate::tile::{SmemTileRing, Swizzle128B};
@@ -264,6 +266,47 @@ pub unsafe fn store_direct<O: Output, A: Accumulator<Elem = f32>>(
         // SAFETY: an element inside D's extent (function contract).
         unsafe { *target.d.add((d_batch + row as u64 * target.ld + col as u64) as usize) = x };
     });
+}
+
+/// Writes this warpgroup's 64 × N block of a 16-bit output as column pairs, one row at a time:
+/// `row(r)` is the address of element 0 of block row `r` (< 64), or `None` for a row not to
+/// be written. Each thread asks for its two rows once and stores its `N / 8` pairs of each at
+/// constant offsets from them (column `8j + 2 · (lane % 4)` is 4-byte word `4j + lane % 4` of
+/// the row), so a store costs its conversion and the store itself: no per-element address
+/// arithmetic or bounds test, one branch per row.
+///
+/// # Safety
+/// The whole warpgroup, after the wait covering every wgmma writing `acc`. Every address
+/// `row` returns is 4-byte aligned and valid for writes of `A::N` elements of `O`; `O` is a
+/// 16-bit output (its staged pair is the stored pair).
+#[inline(always)]
+pub unsafe fn store_row_pairs<O: Output, A: Accumulator<Elem = f32>>(acc: &A, row: impl Fn(u32) -> Option<*mut O>) {
+    const { assert!(core::mem::size_of::<O>() == 2, "16-bit outputs: a pair is one 4-byte word") };
+    let t = warpgroup::thread_index();
+    let quad_word = (t % 4) as usize;
+    // Registers 4j + 2h and 4j + 2h + 1 are columns 8j + 2 · (lane % 4) and the next one of
+    // row `top + 8h` (`acc_coord`); `half` is a constant at both calls, so the register test
+    // below folds away.
+    let store_half = |half: usize| {
+        if let Some(base) = row(acc_thread_row(t) + 8 * half as u32) {
+            let words = base.cast::<u32>();
+            let mut low = 0.0;
+            acc.for_each(|i, v| {
+                if (i / 2) % 2 != half {
+                    return;
+                }
+                if i % 2 == 0 {
+                    low = v;
+                } else {
+                    // SAFETY: word `4j + lane % 4` of a row valid for `A::N` 16-bit elements
+                    // (contract; `4j + 3 < A::N / 2`).
+                    unsafe { words.add(4 * (i / 4) + quad_word).write(O::staged_pair(low, v)) };
+                }
+            });
+        }
+    };
+    store_half(0);
+    store_half(1);
 }
 
 /// Combines the two 8-column halves of every 16-column block of `acc`: column `16b + c` and
