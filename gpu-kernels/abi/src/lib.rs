@@ -363,6 +363,11 @@ pub mod attention_sm90 {
         }
     };
 
+    /// Words of a Q buffer's tile slot: the tile the producer hands the consumers with that
+    /// buffer, decoded (its index, then `TileWork`'s ten words; one spare), so that the
+    /// consumers read it instead of dividing it out again after their wait for Q.
+    pub const TILE_SLOT_WORDS: u32 = 12;
+
     /// The kernel's dynamic shared memory for `shape`, as the device carves it: the Q buffers
     /// (one box per chunk each), the K ring, the V ring, the ring's barriers, the Q buffers'
     /// full and free barriers, their tile slots.
@@ -381,7 +386,7 @@ pub mod attention_sm90 {
         let q = shape.q_stages;
         let plan = SmemPlan::new().ring::<QBox>(q * chunks).ring::<Kv>(stages * chunks).ring::<Kv>(stages * chunks);
         let plan = if shape.split_kv_rings { plan.pipeline(stages).pipeline(stages) } else { plan.pipeline(stages) };
-        plan.pipeline(q).region(4 * q, 4)
+        plan.pipeline(q).region(4 * TILE_SLOT_WORDS * q, 16)
     }
 }
 

@@ -52,6 +52,20 @@ impl<T> SharedPtr<T> {
     }
 }
 
+impl SharedPtr<u32> {
+    /// The word, by one shared load (`ld.shared.b32` from the window address; a load through
+    /// [`SharedPtr::as_mut_ptr`] takes the generic path).
+    ///
+    /// # Safety
+    /// The word was written, its writes ordered before this read (an awaited barrier), and it
+    /// is not being rewritten.
+    #[inline(always)]
+    pub unsafe fn read_word(self) -> u32 {
+        // SAFETY: the constructor's address, and the caller's ordering.
+        unsafe { smem::ld_shared_b32(self.addr) }
+    }
+}
+
 /// Bump allocator over the dynamic shared memory of the launch: each kernel carves its
 /// regions once, at the top, in a fixed order (the "smem plan").
 #[derive(Debug)]

@@ -7,8 +7,9 @@
 //! d ≤ 128 the grid is persistent: each CTA starts on tile `blockIdx.x` and its producer claims
 //! the next from the launch's counters (`logic::schedule::claims`: whichever CTA frees first
 //! takes it, which balances causal and variable-length tiles; the counters end each launch at
-//! zero), handing each index to the consumers through a shared-memory slot under Q's full
-//! barrier (an index past the tiles stops them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
+//! zero), handing each index and its decoded work (sequence, first query, key blocks) to the
+//! consumers through a shared-memory slot under Q's full barrier (an index past the tiles stops
+//! them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
 //! the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
 //! 176 keys in non-causal problems of at least 4096 keys (FlashAttention-3's non-causal d = 128
 //! block) and 128 in the others (the host picks the entry), 80 at d = 256:
@@ -187,7 +188,7 @@ unsafe fn attention<
     // plus Q's bytes, free on every consumer thread's arrival after its tile's last `Q·Kᵀ`.
     // SAFETY: as for K's.
     let q_pipe = unsafe { Pipeline::<QS>::alloc(&mut smem) };
-    let slot = TileSlot(smem.alloc::<u32>(QS as u32, 4));
+    let slot = TileSlot::alloc::<QS>(&mut smem);
 
     // Barrier init.
     if thread_rank() == 0 {
@@ -248,7 +249,7 @@ unsafe fn attention<
                 if PERSISTENT {
                     q_pipe.producer_wait(q_state);
                     // SAFETY: the one thread, after the free barrier, before the arrival below.
-                    unsafe { slot.publish(q_state.stage, t) };
+                    unsafe { slot.publish(q_state.stage, t, work.as_ref()) };
                 }
                 let Some(w) = work else {
                     if PERSISTENT {
@@ -364,13 +365,15 @@ unsafe fn attention<
             // Buffer and tile as warp-uniform values to ptxas: a convergent tile loop, uniform
             // descriptors (one buffer: 0). SAFETY: the whole warpgroup, at one ring position.
             let q_buffer = if QS == 1 { 0 } else { unsafe { warp::uniform(q_state.stage) } };
-            // SAFETY: after the wait, before this thread's arrival on the buffer's free barrier.
-            let t = unsafe { warp::uniform(slot.read(q_buffer)) };
+            // SAFETY: the whole warp, after the wait, before this thread's arrival on the
+            // buffer's free barrier.
+            let t = unsafe { slot.tile(q_buffer) };
             if t >= tiles.count() {
                 break;
             }
-            // SAFETY: a tile of the launch, with queries (the producer published no other).
-            let w = unsafe { tile_at(p, &tiles, t, BN as u32) };
+            // SAFETY: as above, a tile of the launch (with queries: the producer published no
+            // other), published with its work.
+            let w = unsafe { slot.work(q_buffer) };
             let own = consumer(q_buffer);
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
             unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };

@@ -5,7 +5,7 @@
 //! store of its rows of O and the log-sum-exp.
 
 use warpforge_dsl::abi::AttentionParams;
-use warpforge_dsl::abi::attention_sm90::BLOCK_M;
+use warpforge_dsl::abi::attention_sm90::{BLOCK_M, TILE_SLOT_WORDS};
 use warpforge_dsl::atomic::AtomicCell;
 use warpforge_dsl::logic::acc_rows::slot_row;
 use warpforge_dsl::logic::attention::{AttentionTile, AttentionTiles, Sequence, block_needs_mask, kv_blocks, visible};
@@ -14,12 +14,12 @@ use warpforge_dsl::logic::schedule::claims::TileClaims;
 use warpforge_dsl::parts::epilogue::{Output, store_row_pairs};
 use warpforge_dsl::parts::rows::{self, AFragments, OnlineSoftmax, Pack16, RowPair};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState};
-use warpforge_dsl::shared::SharedPtr;
+use warpforge_dsl::shared::{DynamicShared, SharedPtr};
 use warpforge_dsl::sync::fence_acq_rel_gpu;
 use warpforge_dsl::tile::{SmemTileMnRing, SmemTileRing, Swizzle128B};
 use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
-use warpforge_dsl::{global, math};
+use warpforge_dsl::{global, math, warp};
 
 use crate::attention_sm90::CHUNK;
 
@@ -80,36 +80,92 @@ impl Claims {
     }
 }
 
-/// The tile index the producer hands the consumers with each Q buffer, one slot per buffer:
-/// written before its arrival on the buffer's full barrier, read after their wait on it (the
-/// barrier's release and acquire order the two), and not rewritten before the buffer's free
-/// barrier says every consumer thread has read it.
+/// The tile the producer hands the consumers with each Q buffer, one slot of
+/// `TILE_SLOT_WORDS` words per buffer: its index and, for a tile of the launch, its decoded
+/// work (the producer has decoded it already; decoding it again after the wait for Q put a
+/// chain of four integer divisions between Q's arrival and the first `Q·Kᵀ`). Written before
+/// the producer's arrival on the buffer's full barrier, read after the consumers' wait on it
+/// (the barrier's release and acquire order the two), and not rewritten before the buffer's
+/// free barrier says every consumer thread has read it.
 #[derive(Clone, Copy)]
 pub(crate) struct TileSlot(pub(crate) SharedPtr<u32>);
 
+/// The slot's words: the index, then `TileWork`'s fields in declaration order.
+const WORK_WORDS: u32 = 10;
+const _: () = assert!(1 + WORK_WORDS <= TILE_SLOT_WORDS, "the slot holds the index and the work");
+
 impl TileSlot {
-    /// Writes `t` into the slot of Q buffer `buffer`.
+    /// The slot of this CTA's plan (`attention_sm90::smem_plan`'s region after the barriers).
+    #[inline(always)]
+    pub(crate) fn alloc<const QS: usize>(smem: &mut DynamicShared) -> Self {
+        TileSlot(smem.alloc::<u32>(QS as u32 * TILE_SLOT_WORDS, 16))
+    }
+
+    /// Word `i` of Q buffer `buffer`'s slot.
+    #[inline(always)]
+    fn word(self, buffer: u32, i: u32) -> SharedPtr<u32> {
+        self.0.add(buffer * TILE_SLOT_WORDS + i)
+    }
+
+    /// Writes tile `t` and, for a tile of the launch, its work into the slot of Q buffer
+    /// `buffer`.
     ///
     /// # Safety
     /// The producer's one thread, before its arrival on the buffer's full barrier for this
     /// phase and after its wait on the free barrier for the previous one (no consumer reads
     /// it); `buffer` is one of the plan's Q buffers.
     #[inline(always)]
-    pub(crate) unsafe fn publish(self, buffer: u32, t: u32) {
-        // SAFETY: a u32 of this CTA's shared memory (the plan: one per buffer); unread now
+    pub(crate) unsafe fn publish(self, buffer: u32, t: u32, work: Option<&TileWork>) {
+        // SAFETY (each write): a word of this CTA's slot for the buffer (the plan); unread now
         // (contract).
-        unsafe { self.0.as_mut_ptr().add(buffer as usize).write_volatile(t) }
+        let put = |i: u32, value: u32| unsafe { self.word(buffer, i).as_mut_ptr().write_volatile(value) };
+        put(0, t);
+        if let Some(w) = work {
+            let (at, seq) = (w.at, w.seq);
+            put(1, at.tile);
+            put(2, at.head);
+            put(3, at.kv_head);
+            put(4, at.batch);
+            put(5, seq.q_base);
+            put(6, seq.q_len);
+            put(7, seq.k_base);
+            put(8, seq.k_len);
+            put(9, w.m0);
+            put(WORK_WORDS, w.blocks);
+        }
     }
 
-    /// The tile of the phase of Q buffer `buffer`'s full barrier just waited for.
+    /// The tile index of the phase of Q buffer `buffer`'s full barrier just waited for, the
+    /// same on every lane and warp-uniform to ptxas.
     ///
     /// # Safety
-    /// After that wait and before this thread's arrival on the buffer's free barrier (the
-    /// producer does not write it in between); `buffer` is one of the plan's Q buffers.
+    /// The whole warp, after that wait and before this thread's arrival on the buffer's free
+    /// barrier (the producer does not write it in between); `buffer` is one of the plan's Q
+    /// buffers.
     #[inline(always)]
-    pub(crate) unsafe fn read(self, buffer: u32) -> u32 {
-        // SAFETY: as for `publish`; unwritten now (contract).
-        unsafe { self.0.as_mut_ptr().add(buffer as usize).read_volatile() }
+    pub(crate) unsafe fn tile(self, buffer: u32) -> u32 {
+        // SAFETY: as for `publish`; written and unwritten now (contract), the same word on
+        // every lane.
+        unsafe { warp::uniform(self.word(buffer, 0).read_word()) }
+    }
+
+    /// The work the producer published with the tile (`tile` below the launch's count), its
+    /// words warp-uniform to ptxas (the key loop's bounds and the store's coordinates stay on
+    /// the uniform datapath).
+    ///
+    /// # Safety
+    /// As for [`Self::tile`], for a tile of the launch.
+    #[inline(always)]
+    pub(crate) unsafe fn work(self, buffer: u32) -> TileWork {
+        // SAFETY (each read): as for `tile`; the producer wrote the work with a tile of the
+        // launch.
+        let get = |i: u32| unsafe { warp::uniform(self.word(buffer, i).read_word()) };
+        TileWork {
+            at: AttentionTile { tile: get(1), head: get(2), kv_head: get(3), batch: get(4) },
+            seq: Sequence { q_base: get(5), q_len: get(6), k_base: get(7), k_len: get(8) },
+            m0: get(9),
+            blocks: get(WORK_WORDS),
+        }
     }
 }
 
