@@ -80,10 +80,11 @@ fn gemm_entries_issue_each_aligned_wgmma_instruction_once() {
         checked += 1;
     }
     assert_eq!(
-        checked, 28,
+        checked, 29,
         "expected the six cooperative, two ping-pong, two narrow and two cluster GEMM entries, the six SwiGLU \
          ones, the two quantised-SwiGLU ones, the three block-scaled FP8 ones (alone, in clusters and on wide \
-         tiles) and the five grouped ones (bf16 and FP8, contiguous and masked, FP8 masked on wide tiles)"
+         tiles) and the six grouped ones (bf16 and FP8, contiguous and masked, bf16 masked balanced, FP8 masked \
+         on wide tiles)"
     );
 }
 

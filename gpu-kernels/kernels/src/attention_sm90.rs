@@ -7,10 +7,9 @@
 //! d ≤ 128 the grid is persistent: each CTA starts on tile `blockIdx.x` and its producer claims
 //! the next from the launch's counters (`logic::schedule::claims`: whichever CTA frees first
 //! takes it, which balances causal and variable-length tiles; the counters end each launch at
-//! zero), handing each index and its decoded work (sequence, first query, key blocks) to the
-//! consumers through a shared-memory slot under Q's full barrier (an index past the tiles stops
-//! them). At d = 256 one CTA runs per tile. The tile's two consumer warpgroups own 64 query rows each and walk
-//! the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
+//! zero), handing each index and its decoded work to the consumers through a shared-memory slot
+//! under Q's full barrier (an index past the tiles stops them). At d = 256 one CTA runs per
+//! tile. The tile's two consumer warpgroups own 64 query rows each and walk the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
 //! 176 keys in non-causal problems of at least 4096 keys (FlashAttention-3's non-causal d = 128
 //! block) and 128 in the others (the host picks the entry), 80 at d = 256:
 //! `S = Q·Kᵀ` by SS wgmma (`m64n128k16` / `m64n176k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
@@ -22,7 +21,7 @@
 //! j − 1's `P·V`, waits for the scores only (`wait_group 1`), computes block j's softmax while
 //! `P·V` runs on the tensor cores, then waits for `P·V`, releases block j − 1's stage and
 //! rescales O by block j's factor. O is normalised by the row sums once at the end and stored
-//! directly (4-byte pairs, rows past the sequence skipped). Tiles are numbered query tiles last
+//! from two row addresses per thread (4-byte pairs, rows past the sequence skipped). Tiles are numbered query tiles last
 //! first, so causal tiles with the most key blocks start first. On a persistent grid the ring
 //! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
@@ -41,10 +40,10 @@
 //!   in step ([`parts::mainloop::produce_pair`]), registers lowered to 40 (24 at d ≥ 128);
 //! - warpgroups 1 and 2, consumers (registers raised to 232, 240 at d ≥ 128: at d = 128 a
 //!   176-key block's scores are 88 and its P 44 beside O's 64, at d = 256 O alone is 128, the
-//!   80-key scores 40 and their P 20): as above; every consumer thread
-//!   releases every stage of both rings once after its wait for the wgmmas reading it, K
-//!   after the block's `Q·Kᵀ` and V after its `P·V` a step later (each ring counts 256
-//!   arrivals: no leader branch sits before the warpgroup's `.aligned` instructions).
+//!   80-key scores 40 and their P 20): as above; every consumer thread releases every stage of
+//!   both rings once after its wait for the wgmmas reading it, K after the block's `Q·Kᵀ` and V
+//!   after its `P·V` a step later (each ring counts 256 arrivals: no leader branch sits before
+//!   the warpgroup's `.aligned` instructions).
 //!
 //! Layout: Q, K, V and O are strided (head_dim, heads, rows, sequences) tensors, head_dim
 //! contiguous (packed `[batch, seq, heads, head_dim]`, torch's `[batch, heads, seq, head_dim]`,
@@ -57,13 +56,12 @@
 //!
 //! Shared memory (`abi::attention_sm90::smem_plan`): Q 128 × d (two buffers at d = 64), and the
 //! K and V rings, stages of the shape's keys × d each: 4 stages of 128 or 176 keys at d = 64
-//! (160 or 208 KiB with both Q buffers), 3 of 128 keys at
-//! d = 128 (224 KiB) or 2 of 176 keys (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at
-//! d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB). The shape table (key block, ring depth, register
-//! split per entry) is `abi::attention_sm90::SHAPES`; the entries instantiate one generic body
-//! with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
-//! operands, mask, a block's tail, output store) are `attention_sm90_parts`. The ratios to
-//! cuDNN and FlashAttention-2 on the H200 are in docs/PERF.md.
+//! (160 or 208 KiB with both Q buffers), 3 of 128 keys at d = 128 (224 KiB) or 2 of 176 keys
+//! (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB).
+//! The shape table (key block, ring depth, register split per entry) is
+//! `abi::attention_sm90::SHAPES`; the entries instantiate one generic body with it. The pieces
+//! around the pipeline (tiles and sequence geometry, wgmma operands, mask, a block's tail, output
+//! store) are `attention_sm90_parts`. The ratios to cuDNN and FlashAttention-2 are in docs/PERF.md.
 //!
 //! FA3's inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their
 //! wgmmas (two named barriers), so one's softmax runs while the tensor cores work through the

@@ -116,7 +116,7 @@ impl TileSlot {
     /// it); `buffer` is one of the plan's Q buffers.
     #[inline(always)]
     pub(crate) unsafe fn publish(self, buffer: u32, t: u32, work: Option<&TileWork>) {
-        // SAFETY (each write): a word of this CTA's slot for the buffer (the plan); unread now
+        // SAFETY: (each write) a word of this CTA's slot for the buffer (the plan); unread now
         // (contract).
         let put = |i: u32, value: u32| unsafe { self.word(buffer, i).as_mut_ptr().write_volatile(value) };
         put(0, t);
@@ -157,7 +157,7 @@ impl TileSlot {
     /// As for [`Self::tile`], for a tile of the launch.
     #[inline(always)]
     pub(crate) unsafe fn work(self, buffer: u32) -> TileWork {
-        // SAFETY (each read): as for `tile`; the producer wrote the work with a tile of the
+        // SAFETY: (each read) as for `tile`; the producer wrote the work with a tile of the
         // launch.
         let get = |i: u32| unsafe { warp::uniform(self.word(buffer, i).read_word()) };
         TileWork {
