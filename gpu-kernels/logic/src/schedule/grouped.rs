@@ -262,6 +262,15 @@ mod tests {
         }
     }
 
+    /// A masked launch of 1 to `most[i]` experts, tile columns, workers and K slices (drawn in
+    /// that order).
+    fn random_shape(rng: &mut Lcg, [experts, tiles_n, workers, k_slices]: [u32; 4]) -> MaskedShape {
+        let experts = 1 + rng.next(experts);
+        let tiles_n = 1 + rng.next(tiles_n);
+        let workers = 1 + rng.next(workers);
+        MaskedShape { experts, tiles_n, k_slices: 1 + rng.next(k_slices), workers }
+    }
+
     #[test]
     fn untrusted_indices_and_counts_map_inside_or_skip() {
         assert_eq!(contiguous_expert(-1, 8), None);
@@ -386,10 +395,8 @@ mod tests {
     fn balanced_masked_plan_covers_each_slice_of_each_tile_with_rows_once() {
         let mut rng = Lcg(0xba1a);
         for case in 0..400 {
-            let experts = 1 + rng.next(20);
-            let tiles_n = 1 + rng.next(6);
-            let workers = 1 + rng.next(48);
-            let k_slices = 1 + rng.next(9);
+            let shape = random_shape(&mut rng, [20, 6, 48, 9]);
+            let MaskedShape { experts, tiles_n, k_slices, workers } = shape;
             let block_m = 128;
             let capacity = (1 + rng.next(4)) * block_m - rng.next(2) * rng.next(block_m);
             let counts: Vec<i32> = (0..experts)
@@ -401,7 +408,6 @@ mod tests {
                 })
                 .collect();
             let rows_of = |e: u32| masked_tile_rows(counts[e as usize], capacity, block_m);
-            let shape = MaskedShape { experts, tiles_n, k_slices, workers };
             let plan = MaskedBalance::new(&shape, rows_of);
             let units = plan.units(&shape).unwrap();
             let tiles = plan.tile_rows() * tiles_n;
@@ -472,13 +478,10 @@ mod tests {
         // order (the host's banded raster, round robin), as `ExpertTiles` hands them out.
         let mut rng = Lcg(0x0de0);
         for case in 0..200 {
-            let experts = 1 + rng.next(40);
-            let tiles_n = 1 + rng.next(20);
-            let workers = 1 + rng.next(140);
-            let k_slices = 1 + rng.next(9);
+            let shape = random_shape(&mut rng, [40, 20, 140, 9]);
+            let MaskedShape { experts, tiles_n, k_slices, workers } = shape;
             let counts: Vec<i32> = (0..experts).map(|_| 1 + rng.next(128) as i32).collect();
             let rows_of = |e: u32| masked_tile_rows(counts[e as usize], 128, 128);
-            let shape = MaskedShape { experts, tiles_n, k_slices, workers };
             let plan = MaskedBalance::new(&shape, rows_of);
             assert_eq!(plan.tile_rows(), experts, "case {case}");
             let raster = Rasterization::try_new(experts, tiles_n, DATA_PARALLEL_BAND, Raster::AlongM).unwrap();

@@ -120,11 +120,19 @@ impl StreamKScheduler {
     pub const fn try_new(tiles: u32, k_iters_per_tile: u32, workers: u32, mode: StreamKMode) -> Option<Self> {
         let workers = if workers == 0 { 1 } else { workers };
         let k_iters = if k_iters_per_tile == 0 { 1 } else { k_iters_per_tile };
-        let (sk_tiles, sk_workers) = match mode {
+        let split = match mode {
             StreamKMode::DataParallel => (0, workers),
             StreamKMode::Pure => (tiles, workers),
             StreamKMode::Hybrid => hybrid_split(tiles, workers, Self::hybrid_tail_workers(tiles, k_iters, workers)),
         };
+        Self::from_split(tiles, k_iters, workers, split)
+    }
+
+    /// The scheduler of `tiles` tiles of `k_iters` (≥ 1) iterations on `workers` (≥ 1) workers
+    /// whose last `sk_tiles` tiles are streamed over `sk_workers` (≥ 1) of them. `None` when
+    /// the streamed part has more than `u32::MAX` iterations.
+    #[inline(always)]
+    const fn from_split(tiles: u32, k_iters: u32, workers: u32, (sk_tiles, sk_workers): (u32, u32)) -> Option<Self> {
         let sk_iters = match sk_tiles.checked_mul(k_iters) {
             Some(i) => i,
             None => return None,
@@ -181,20 +189,7 @@ impl StreamKScheduler {
     pub const fn try_hybrid(tiles: u32, k_iters_per_tile: u32, workers: u32, tail_workers: u32) -> Option<Self> {
         let workers = if workers == 0 { 1 } else { workers };
         let k_iters = if k_iters_per_tile == 0 { 1 } else { k_iters_per_tile };
-        let (sk_tiles, sk_workers) = hybrid_split(tiles, workers, tail_workers);
-        let sk_iters = match sk_tiles.checked_mul(k_iters) {
-            Some(i) => i,
-            None => return None,
-        };
-        Some(StreamKScheduler {
-            tiles,
-            k_iters,
-            workers,
-            sk_tiles,
-            sk_workers,
-            sk_base: sk_iters / sk_workers,
-            sk_extra: sk_iters % sk_workers,
-        })
+        Self::from_split(tiles, k_iters, workers, hybrid_split(tiles, workers, tail_workers))
     }
 
     /// As [`StreamKScheduler::try_new`].
