@@ -62,6 +62,7 @@ impl AttentionElement for half::bf16 {
         entries::ATTENTION_BF16_D128,
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
+        entries::ATTENTION_BF16_D128_CAUSAL,
     ];
     const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2] = [
         (entries::ATTENTION_DECODE_BF16_D64, entries::ATTENTION_COMBINE_BF16_D64),
@@ -75,6 +76,7 @@ impl AttentionElement for half::f16 {
         entries::ATTENTION_F16_D128,
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
+        entries::ATTENTION_F16_D128_CAUSAL,
     ];
     const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2] = [
         (entries::ATTENTION_DECODE_F16_D64, entries::ATTENTION_COMBINE_F16_D64),

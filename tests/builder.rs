@@ -330,11 +330,13 @@ fn every_typed_entry_matches_its_ptx_parameters() {
         entries::ATTENTION_BF16_D128,
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
+        entries::ATTENTION_BF16_D128_CAUSAL,
         entries::ATTENTION_F16_D64,
         entries::ATTENTION_F16_D64_K176,
         entries::ATTENTION_F16_D128,
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
+        entries::ATTENTION_F16_D128_CAUSAL,
     ] {
         check(d, attention);
     }
@@ -356,7 +358,7 @@ fn every_typed_entry_matches_its_ptx_parameters() {
     }
     assert_eq!(
         declared.len(),
-        98,
+        100,
         "a new kernel in the library module needs a typed entry in abi::entries (and a line here)"
     );
 }

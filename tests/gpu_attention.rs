@@ -441,8 +441,14 @@ fn check_model<T: Element>(case: &Case) -> Result<(), TestCaseError> {
     };
     // Every key block an entry of this head dimension runs (which one runs depends on the
     // mask and the sequence length; the model is checked on each).
-    let blocks = warpforge::abi::attention_sm90::SHAPES.iter().filter(|s| s.head_dim as usize == p.head_dim);
-    for block_n in blocks.map(|s| s.keys as usize) {
+    let mut blocks: Vec<usize> = warpforge::abi::attention_sm90::SHAPES
+        .iter()
+        .filter(|s| s.head_dim as usize == p.head_dim)
+        .map(|s| s.keys as usize)
+        .collect();
+    blocks.sort_unstable();
+    blocks.dedup();
+    for block_n in blocks {
         let (bad, first) = check_all(p.batch * p.heads_q * p.seq_q, |row| {
             let (b, h, i) = (row / (p.heads_q * p.seq_q), row / p.seq_q % p.heads_q, row % p.seq_q);
             let seq = Sequence { q_base: b * p.seq_q, q_len: p.seq_q, k_base: b * p.seq_k, k_len: p.seq_k };
@@ -581,9 +587,9 @@ fn attention_problem_check_refuses_bad_shapes() {
 /// host's entry per problem: at d = 64 four stages of 128-key blocks, of 176-key blocks for
 /// problems without a causal mask from `LONG_KEYS_FROM` keys; at d = 128 128-key blocks and
 /// three stages, for those long non-causal problems 176-key blocks, two split stages and a
-/// 24/240 register split; 80-key blocks, two split stages, 24/240 and one tile per CTA at
-/// d = 256; every plan inside Hopper's 227 KiB and 64 Ki registers, every entry named for its
-/// shape.
+/// 24/240 register split, and causal problems on an entry of their own with the row folds as
+/// trees; 80-key blocks, two split stages, 24/240 and one tile per CTA at d = 256; every plan
+/// inside Hopper's 227 KiB and 64 Ki registers, every entry named for its shape.
 #[test]
 fn attention_shape_table_per_problem() {
     use warpforge::abi::attention_sm90::{
@@ -593,17 +599,19 @@ fn attention_shape_table_per_problem() {
     let table: Vec<_> = SHAPES
         .iter()
         .map(|s| {
-            (s.head_dim, s.keys, s.stages, s.split_kv_rings, s.producer_regs, s.consumer_regs, s.persistent, s.q_stages)
+            let regs = (s.producer_regs, s.consumer_regs);
+            (s.head_dim, s.keys, s.stages, s.split_kv_rings, regs, s.persistent, s.q_stages, s.tree_row_folds)
         })
         .collect();
     assert_eq!(
         table,
         [
-            (64, 128, 4, false, 40, 232, true, 2),
-            (64, 176, 4, false, 40, 232, true, 2),
-            (128, 128, 3, false, 40, 232, true, 1),
-            (128, 176, 2, true, 24, 240, true, 1),
-            (256, 80, 2, true, 24, 240, false, 1)
+            (64, 128, 4, false, (40, 232), true, 2, false),
+            (64, 176, 4, false, (40, 232), true, 2, false),
+            (128, 128, 3, false, (40, 232), true, 1, false),
+            (128, 176, 2, true, (24, 240), true, 1, false),
+            (256, 80, 2, true, (24, 240), false, 1, false),
+            (128, 128, 3, false, (40, 232), true, 1, true)
         ]
     );
     assert_eq!(LONG_KEYS_FROM, 4096);
@@ -618,6 +626,8 @@ fn attention_shape_table_per_problem() {
                 _ => (128, 128),
             };
             assert_eq!((causal.keys, plain.keys), want, "d{d}, {seq_k} keys");
+            // Only causal d = 128 folds its rows as trees.
+            assert_eq!((causal.tree_row_folds, plain.tree_row_folds), (d == 128, false), "d{d}, {seq_k} keys");
         }
     }
     assert_eq!(shape_for(96, false, 4096), None);
@@ -632,7 +642,11 @@ fn attention_shape_table_per_problem() {
         assert!(smem_plan(s).launch_bytes() <= SM90_SMEM_LIMIT, "d{d}/{keys}: {} bytes", smem_plan(s).launch_bytes());
         let consumers = CONSUMERS * 128;
         assert!((THREADS - consumers) * s.producer_regs + consumers * s.consumer_regs <= LAUNCH_REGISTERS);
-        let suffix = if keys == 176 { "_k176" } else { "" };
+        let suffix = match (keys, s.tree_row_folds) {
+            (176, _) => "_k176",
+            (_, true) => "_causal",
+            _ => "",
+        };
         for (entry, dtype) in [(bf16::ATTENTION_ENTRIES, "bf16"), (f16::ATTENTION_ENTRIES, "f16")] {
             assert_eq!(entry[index].name(), format!("attention_{dtype}_d{d}{suffix}_sm90"));
         }

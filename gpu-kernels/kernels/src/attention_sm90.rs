@@ -58,14 +58,12 @@
 //! K and V rings, stages of the shape's keys × d each: 4 stages of 128 or 176 keys at d = 64
 //! (160 or 208 KiB with both Q buffers), 3 of 128 keys at d = 128 (224 KiB) or 2 of 176 keys
 //! (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB).
-//! The shape table (key block, ring depth, register split per entry) is
-//! `abi::attention_sm90::SHAPES`; the entries instantiate one generic body with it. The pieces
-//! around the pipeline (tiles and sequence geometry, wgmma operands, mask, a block's tail, output
-//! store) are `attention_sm90_parts`. The ratios to cuDNN and FlashAttention-2 are in docs/PERF.md.
-//!
-//! FA3's inter-warpgroup ping-pong: the two consumer warpgroups take turns issuing their
-//! wgmmas (two named barriers), so one's softmax runs while the tensor cores work through the
-//! other's products.
+//! The shape table (key block, ring depth, register split, row folds per entry; causal d = 128
+//! has an entry of its own) is `abi::attention_sm90::SHAPES`; the entries instantiate one
+//! generic body with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
+//! operands, mask, a block's tail, output store) are `attention_sm90_parts`. FA3's ping-pong:
+//! the two consumer warpgroups take turns issuing their wgmmas (two named barriers), so one's
+//! softmax runs while the tensor cores work through the other's products.
 
 use core::marker::PhantomData;
 
@@ -109,15 +107,12 @@ type KvChunk<T, const BN: usize> = SmemTile<T, BN, CHUNK, Swizzle128B>;
 
 /// What a Q buffer receives: the Q boxes of a 128-row tile, `DC` head chunks.
 struct QStage<T, const DC: usize>(PhantomData<T>);
-
 impl<T: Copy, const DC: usize> TmaLoad for QStage<T, DC> {
     const BYTES: u32 = DC as u32 * QChunk::<T>::BYTES;
 }
-
 /// What one stage of the K ring or of the V ring receives: the K (or V) boxes of a `BN`-key
 /// block, `DC` head chunks.
 struct KvStage<T, const DC: usize, const BN: usize>(PhantomData<T>);
-
 impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
     const BYTES: u32 = DC as u32 * KvChunk::<T, BN>::BYTES;
 }
@@ -126,7 +121,8 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// block), P's fragments `P` (`BN / 16` K steps), the output accumulator `O` (64 × `D`), the
 /// head dimension `D` = `DC` chunks of 64, the keys per block `BN`, the ring depth, `KCH` =
 /// `RING · DC` (the K ring's boxes), the Q buffers `QS` and `QCH` = `QS · DC` (their boxes) and
-/// the producer's and consumers' register budgets (all from `abi::attention_sm90` for `D`).
+/// the producer's and consumers' register budgets, and the shape's flags (all from
+/// `abi::attention_sm90`).
 ///
 /// # Safety
 /// The maps describe Q, K and V as 4-D (head_dim, heads, rows, sequences) tensors of `T`
@@ -156,6 +152,7 @@ unsafe fn attention<
     const PERSISTENT: bool,
     const DEFER_TAIL: bool,
     const SPLIT: bool,
+    const TREE: bool,
 >(
     q_map: &TensorMap,
     k_map: &TensorMap,
@@ -374,7 +371,7 @@ unsafe fn attention<
             let w = unsafe { slot.work(q_buffer) };
             let own = consumer(q_buffer);
             // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, None) };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT, TREE>(&w, &mut ring, None) };
             q_state.advance();
             // The loop's one back-edge, reached by the whole warp: O's and the LSE's stores
             // branch per row. SAFETY: the whole warpgroup, at the end of each tile.
@@ -389,7 +386,7 @@ unsafe fn attention<
             // SAFETY: the whole warpgroup; `tile` waits for Q (buffer 0, first phase; waiting
             // here instead spilled 32 bytes at d = 256), the producer loads the key blocks.
             unsafe {
-                own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT>(&w, &mut ring, Some((&q_full, &mut Phase::ZERO)))
+                own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT, TREE>(&w, &mut ring, Some((&q_full, &mut Phase::ZERO)))
             };
         }
     }
@@ -426,9 +423,10 @@ macro_rules! attention_entries {
             const DEFER: bool = SHAPE.defer_block_tail;
             const SPLIT: bool = SHAPE.split_kv_rings;
             const QS: usize = SHAPE.q_stages as usize;
+            const TREE: bool = SHAPE.tree_row_folds;
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, QS, { QS * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT>(
+                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, QS, { QS * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT, TREE>(
                     q_map, k_map, v_map, &params,
                 )
             }
@@ -447,4 +445,6 @@ attention_entries! {
     attention_f16_d128_sm90: F16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
     attention_f16_d128_k176_sm90: F16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
     attention_f16_d256_sm90: F16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
+    attention_bf16_d128_causal_sm90: Bf16, D128_CAUSAL, Acc64x128F32, AFragments8, Acc64x128F32;
+    attention_f16_d128_causal_sm90: F16, D128_CAUSAL, Acc64x128F32, AFragments8, Acc64x128F32;
 }

@@ -39,7 +39,15 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
     /// `w.blocks` key blocks into the ring for this tile, and (persistent) another tile's Q
     /// into this Q buffer only after every consumer thread's arrival on its free barrier here.
     #[inline(always)]
-    pub(crate) unsafe fn tile<S, P, O, const PERSISTENT: bool, const DEFER_TAIL: bool, const SPLIT: bool>(
+    pub(crate) unsafe fn tile<
+        S,
+        P,
+        O,
+        const PERSISTENT: bool,
+        const DEFER_TAIL: bool,
+        const SPLIT: bool,
+        const TREE: bool,
+    >(
         &self,
         w: &TileWork,
         ring: &mut PipelineState<RING>,
@@ -90,7 +98,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         }
         own_rows.mask(&mut s, 0);
         // SAFETY: every lane of the warpgroup is here.
-        unsafe { softmax.step(&mut s, scale) };
+        unsafe { softmax.step_folded::<TREE, S>(&mut s, scale) };
         let mut probs = P::of::<T, _>(&s);
 
         // Then per block: issue its `Q·Kᵀ` and the previous block's `P·V`, and compute its
@@ -145,7 +153,7 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
             pv_stage = previous;
             own_rows.mask(&mut s, block);
             // SAFETY: every lane of the warpgroup is here.
-            alpha = unsafe { softmax.step(&mut s, scale) };
+            alpha = unsafe { softmax.step_folded::<TREE, S>(&mut s, scale) };
             if !DEFER_TAIL {
                 // SAFETY: as above, in the softmax's basic block.
                 unsafe { finish_block::<T, _, _, _, RING>((&mut o, &mut probs), &s, alpha, v_pipe, pv_stage) };

@@ -49,7 +49,7 @@ impl RowPair {
 }
 
 /// Folds each row's registers of this thread into `init` with `f` (no shuffles: the partial
-/// over this thread's columns of the row).
+/// over this thread's columns of the row), register by register: one dependent chain per row.
 #[inline(always)]
 pub fn fold_rows<A: Accumulator<Elem = f32>>(acc: &A, init: RowPair, f: impl Fn(f32, f32) -> f32) -> RowPair {
     let mut out = init;
@@ -61,6 +61,42 @@ pub fn fold_rows<A: Accumulator<Elem = f32>>(acc: &A, init: RowPair, f: impl Fn(
         }
     });
     out
+}
+
+/// Independent partial folds per row in [`fold_rows_tree`]: registers `4g .. 4g + 4` (two of each
+/// row) go to chain `g % FOLD_CHAINS`, and the chains are then combined pairwise.
+const FOLD_CHAINS: usize = 8;
+
+/// [`fold_rows`] as a tree, for an associative and commutative `f` (a maximum, a sum up to its
+/// rounding order): [`FOLD_CHAINS`] interleaved chains of `REGS / 4 / FOLD_CHAINS` registers
+/// per row and three levels joining them, instead of one chain of `REGS / 2` (a 128-key row
+/// maximum: 32 dependent `FMNMX`). Accumulators of fewer than `4 · FOLD_CHAINS` registers fold
+/// in order. Which is faster is ptxas's schedule's to decide (measured per attention entry:
+/// `abi::attention_sm90::Shape::tree_row_folds`): with the trees ptxas computes both rows'
+/// maxima before any exponential and moves O's rescale behind them.
+#[inline(always)]
+pub fn fold_rows_tree<A: Accumulator<Elem = f32>>(acc: &A, init: RowPair, f: impl Fn(f32, f32) -> f32) -> RowPair {
+    if A::REGS % 4 != 0 || A::REGS / 4 < FOLD_CHAINS {
+        return fold_rows(acc, init, f);
+    }
+    // Every element is written by its chain's first registers before it is read (group g <
+    // FOLD_CHAINS, the first of each row's pair); the indices are constants once `for_each` is
+    // unrolled, so the array is registers.
+    let mut chains = [RowPair::splat(0.0); FOLD_CHAINS];
+    acc.for_each(|i, v| {
+        let (group, first) = (i / 4, i % 2 == 0);
+        let chain = &mut chains[group % FOLD_CHAINS];
+        let opens = group < FOLD_CHAINS && first;
+        if row_slot(i as u32) == 0 {
+            chain.0 = if opens { v } else { f(chain.0, v) };
+        } else {
+            chain.1 = if opens { v } else { f(chain.1, v) };
+        }
+    });
+    let join = |a: RowPair, b: RowPair| a.zip(b, &f);
+    let [c0, c1, c2, c3, c4, c5, c6, c7] = chains;
+    let all = join(join(join(c0, c4), join(c2, c6)), join(join(c1, c5), join(c3, c7)));
+    join(init, all)
 }
 
 /// Combines per-thread partials of each row over the row's quad, so every lane holds the
@@ -261,12 +297,27 @@ impl OnlineSoftmax {
     #[inline(always)]
     pub unsafe fn step<A: Accumulator<Elem = f32>>(&mut self, s: &mut A, scale: f32) -> RowPair {
         // SAFETY: forwarded to the caller.
-        let block_max = unsafe { row_max(s) };
+        unsafe { self.step_folded::<false, A>(s, scale) }
+    }
+
+    /// [`OnlineSoftmax::step`] with the block's row maximum and sum folded as trees
+    /// ([`fold_rows_tree`]) when `TREE`, else in order ([`fold_rows`]): the same values up to
+    /// the sum's rounding order.
+    ///
+    /// # Safety
+    /// As for [`quad_reduce`] (the row maximum).
+    #[inline(always)]
+    pub unsafe fn step_folded<const TREE: bool, A: Accumulator<Elem = f32>>(&mut self, s: &mut A, scale: f32) -> RowPair {
+        let lowest = RowPair::splat(f32::NEG_INFINITY);
+        let partial = if TREE { fold_rows_tree(s, lowest, f32::max) } else { fold_rows(s, lowest, f32::max) };
+        // SAFETY: forwarded to the caller.
+        let block_max = unsafe { quad_reduce(partial, f32::max) };
         let new_max = self.max.zip(block_max, |old, b| old.max(b * scale));
         let base = new_max.map(|m| if m == f32::NEG_INFINITY { 0.0 } else { m });
         let alpha = self.max.zip(base, |old, b| math::exp2_ftz(old - b));
         exp2_rows(s, scale, base);
-        self.sum = fold_rows(s, self.sum.zip(alpha, |l, a| l * a), |a, b| a + b);
+        let rescaled = self.sum.zip(alpha, |l, a| l * a);
+        self.sum = if TREE { fold_rows_tree(s, rescaled, |a, b| a + b) } else { fold_rows(s, rescaled, |a, b| a + b) };
         self.max = new_max;
         alpha
     }
