@@ -383,11 +383,11 @@ unsafe fn attention<
         if let Some(w) = work {
             let q_full = q_pipe.full(0);
             let own = consumer(0);
+            let mut first_phase = Phase::ZERO;
+            let q = Some((&q_full, &mut first_phase));
             // SAFETY: the whole warpgroup; `tile` waits for Q (buffer 0, first phase; waiting
             // here instead spilled 32 bytes at d = 256), the producer loads the key blocks.
-            unsafe {
-                own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT, TREE>(&w, &mut ring, Some((&q_full, &mut Phase::ZERO)))
-            };
+            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT, TREE>(&w, &mut ring, q) };
         }
     }
     if wg == 0 {

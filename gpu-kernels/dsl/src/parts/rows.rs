@@ -307,7 +307,11 @@ impl OnlineSoftmax {
     /// # Safety
     /// As for [`quad_reduce`] (the row maximum).
     #[inline(always)]
-    pub unsafe fn step_folded<const TREE: bool, A: Accumulator<Elem = f32>>(&mut self, s: &mut A, scale: f32) -> RowPair {
+    pub unsafe fn step_folded<const TREE: bool, A: Accumulator<Elem = f32>>(
+        &mut self,
+        s: &mut A,
+        scale: f32,
+    ) -> RowPair {
         let lowest = RowPair::splat(f32::NEG_INFINITY);
         let partial = if TREE { fold_rows_tree(s, lowest, f32::max) } else { fold_rows(s, lowest, f32::max) };
         // SAFETY: forwarded to the caller.
