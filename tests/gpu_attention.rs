@@ -585,7 +585,8 @@ fn attention_problem_check_refuses_bad_shapes() {
 
 /// The shape table the entries are instantiated with (`abi::attention_sm90::SHAPES`) and the
 /// host's entry per problem: at d = 64 four stages of 128-key blocks, of 176-key blocks for
-/// problems without a causal mask from `LONG_KEYS_FROM` keys; at d = 128 128-key blocks and
+/// problems without a causal mask from `LONG_KEYS_FROM` keys, two Q buffers and tiles chained;
+/// at d = 128 128-key blocks and
 /// three stages, for those long non-causal problems 176-key blocks, two split stages and a
 /// 24/240 register split, and causal problems on an entry of their own with the row folds as
 /// trees; 80-key blocks, two split stages, 24/240 and one tile per CTA at d = 256; every plan
@@ -600,18 +601,19 @@ fn attention_shape_table_per_problem() {
         .iter()
         .map(|s| {
             let regs = (s.producer_regs, s.consumer_regs);
-            (s.head_dim, s.keys, s.stages, s.split_kv_rings, regs, s.persistent, s.q_stages, s.tree_row_folds)
+            let folds = (s.tree_row_folds, s.chain_tiles);
+            (s.head_dim, s.keys, s.stages, s.split_kv_rings, regs, s.persistent, s.q_stages, folds)
         })
         .collect();
     assert_eq!(
         table,
         [
-            (64, 128, 4, false, (40, 232), true, 2, false),
-            (64, 176, 4, false, (40, 232), true, 2, false),
-            (128, 128, 3, false, (40, 232), true, 1, false),
-            (128, 176, 2, true, (24, 240), true, 1, false),
-            (256, 80, 2, true, (24, 240), false, 1, false),
-            (128, 128, 3, false, (40, 232), true, 1, true)
+            (64, 128, 4, false, (40, 232), true, 2, (false, true)),
+            (64, 176, 4, false, (40, 232), true, 2, (false, true)),
+            (128, 128, 3, false, (40, 232), true, 1, (false, false)),
+            (128, 176, 2, true, (24, 240), true, 1, (false, false)),
+            (256, 80, 2, true, (24, 240), false, 1, (false, false)),
+            (128, 128, 3, false, (40, 232), true, 1, (true, false))
         ]
     );
     assert_eq!(LONG_KEYS_FROM, 4096);

@@ -63,11 +63,19 @@ pub struct Shape {
     /// (`parts::rows::fold_rows_tree`) rather than register by register: a scheduling
     /// choice ptxas's result decides, measured per entry (see [`D128_CAUSAL`]).
     pub tree_row_folds: bool,
+    /// Whether a consumer warpgroup chains its tiles: a tile's last `P·V` is issued in the
+    /// same turn as the next tile's first `Q·Kᵀ`, and its rows of O are stored while that
+    /// block's softmax and the `P·V` run, instead of the last `P·V` taking a turn of its own
+    /// and the store running with the tensor cores idle for this warpgroup. The next tile's
+    /// Q must then be there before the previous tile is done: two Q buffers.
+    pub chain_tiles: bool,
 }
 
 /// d = 64 with causal masks (the causal rule of [`D128`]): 128-key blocks, four stages (160
 /// KiB with two Q buffers), one ring of (K, V) stages and the tail in place. Measured on the H200 (docs/PERF.md, 2026-12-04): split rings −4 to −5 %
 /// and the deferred tail −3 % here (its `P·V` is short, its softmax the critical path).
+/// Tiles chained (H100, 2026-12-06, both column orders): S 512 +8 %, causal +13 %; S 1k +4 %,
+/// causal +10 %; non-causal S ≥ 4k (176 keys) +4 %; causal S ≥ 8k −3 %.
 pub const D64: Shape = Shape {
     head_dim: 64,
     keys: 128,
@@ -79,6 +87,7 @@ pub const D64: Shape = Shape {
     producer_regs: 40,
     consumer_regs: 232,
     tree_row_folds: false,
+    chain_tiles: true,
 };
 /// d = 64 without a causal mask: 176-key blocks (the d = 128 non-causal block, see
 /// [`D128_K176`]), the rest as [`D64`]: four stages of 44 KiB with two Q buffers are 208 KiB, and 88
@@ -101,6 +110,7 @@ pub const D128: Shape = Shape {
     producer_regs: 40,
     consumer_regs: 232,
     tree_row_folds: false,
+    chain_tiles: false,
 };
 /// d = 128 without causal masks (FlashAttention-3's non-causal d = 128 block): 176-key
 /// blocks, so a block's softmax rounds, waits and turn are paid once per 176 keys (607 SASS
@@ -120,6 +130,7 @@ pub const D128_K176: Shape = Shape {
     producer_regs: 24,
     consumer_regs: 240,
     tree_row_folds: false,
+    chain_tiles: false,
 };
 /// d = 256: a consumer thread holds O's 64 × 256 f32 (128 registers); 128-key scores (64)
 /// and their P (32) would exceed the 240 a consumer can get, so the blocks narrow to 80 keys
@@ -139,6 +150,7 @@ pub const D256: Shape = Shape {
     producer_regs: 24,
     consumer_regs: 240,
     tree_row_folds: false,
+    chain_tiles: false,
 };
 /// d = 128 with a causal mask: [`D128`] with the row maximum and sum folded as trees. Run
 /// as the one d = 128 entry of 128-key blocks (H100, 2026-12-06, two runs in both column
@@ -205,6 +217,7 @@ const _: () = {
         assert!(s.head_dim.is_multiple_of(HEAD_CHUNK) && s.keys.is_multiple_of(16), "whole chunks, whole K steps");
         assert!(s.stages >= 2, "the producer runs a block ahead");
         assert!(s.q_stages == 1 || (s.q_stages == 2 && s.persistent), "a second Q buffer serves a next tile");
+        assert!(!s.chain_tiles || s.q_stages == 2, "a chained tile's Q loads while the previous one runs");
         i += 1;
     }
 };

@@ -25,7 +25,9 @@
 //! first, so causal tiles with the most key blocks start first. On a persistent grid the ring
 //! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
-//! they finish `P·V` and store O.
+//! they finish `P·V` and store O. With two Q buffers (d = 64) a consumer chains its tiles
+//! (the shape's `chain_tiles`): a tile's last `P·V` goes out in the same turn as the next
+//! tile's first `Q·Kᵀ`, and its O is stored under that block's softmax and `P·V`.
 //!
 //! GQA: query head `h` reads key/value head `h / group`. The tiles are numbered with the
 //! group's heads fastest, so the CTAs of a group run side by side on the same query tile and
@@ -59,40 +61,33 @@
 //! (160 or 208 KiB with both Q buffers), 3 of 128 keys at d = 128 (224 KiB) or 2 of 176 keys
 //! (Q 32 KiB + 2 × 88 KiB = 208 KiB), 2 of 80 keys at d = 256 (Q 64 KiB + 2 × 80 KiB = 224 KiB).
 //! The shape table (key block, ring depth, register split, row folds per entry; causal d = 128
-//! has an entry of its own) is `abi::attention_sm90::SHAPES`; the entries instantiate one
-//! generic body with it. The pieces around the pipeline (tiles and sequence geometry, wgmma
+//! has an entry of its own) is `abi::attention_sm90::SHAPES`; the entries
+//! (`attention_sm90_entries`) instantiate one generic body with it. A consumer warpgroup's walk
+//! of a tile is `attention_sm90_consumer`; the pieces around the pipeline (tiles and sequence geometry, wgmma
 //! operands, mask, a block's tail, output store) are `attention_sm90_parts`. FA3's ping-pong:
 //! the two consumer warpgroups take turns issuing their wgmmas (two named barriers), so one's
 //! softmax runs while the tensor cores work through the other's products.
 
 use core::marker::PhantomData;
 
-use warpforge_dsl::abi::attention_sm90::{self as shape, BLOCK_M, CONSUMERS, HEAD_CHUNK};
+use warpforge_dsl::abi::attention_sm90::{BLOCK_M, CONSUMERS, HEAD_CHUNK};
 use warpforge_dsl::abi::{AttentionParams, TensorMap};
 use warpforge_dsl::logic::fragment::{WARPGROUP_THREADS, WGMMA_M};
 use warpforge_dsl::mbarrier::{Mbarrier, Phase};
-use warpforge_dsl::num::{Bf16, F16};
 use warpforge_dsl::parts::epilogue::Output;
 use warpforge_dsl::parts::mainloop::{produce, produce_pair};
-use warpforge_dsl::parts::rows::{
-    self, AFragments, AFragments5, AFragments8, AFragments11, OnlineSoftmax, Pack16, RowPair,
-};
+use warpforge_dsl::parts::rows::{AFragments, Pack16};
 use warpforge_dsl::pipeline::{Pipeline, PipelineState, TmaLoad};
 use warpforge_dsl::shared::DynamicShared;
 use warpforge_dsl::sync::{NamedBarrier, sync_threads};
 use warpforge_dsl::thread::{block_idx, grid_dim, thread_rank, warp_id};
 use warpforge_dsl::tile::{SmemTile, SmemTileMnRing, SmemTileRing, Swizzle128B};
-use warpforge_dsl::warpgroup::acc::{
-    Acc64x64F32, Acc64x80F32, Acc64x128F32, Acc64x176F32, Acc64x256F32, Accumulator, WgmmaRs, WgmmaSs,
-};
+use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 use warpforge_dsl::{tma, warp};
 
 use crate::attention_sm90_consumer::Consumer;
-use crate::attention_sm90_parts::{
-    Claims, Operands, Q_ROWS, Rows, TileSlot, TileWork, attention_tiles, finish_block, slice, store_rows, tile_at,
-    tile_work,
-};
+use crate::attention_sm90_parts::{Claims, Operands, Q_ROWS, TileSlot, attention_tiles, slice, tile_work};
 
 const _: () = assert!(BLOCK_M == CONSUMERS * WGMMA_M, "each consumer warpgroup owns one wgmma M of queries");
 /// Head-dimension columns of a box.
@@ -135,7 +130,7 @@ impl<T: Copy, const DC: usize, const BN: usize> TmaLoad for KvStage<T, DC, BN> {
 /// threads, `attention_sm90::smem_plan(shape)` launch bytes, for the `attention_sm90::Shape`
 /// whose values the const generics are.
 #[inline(always)]
-unsafe fn attention<
+pub(crate) unsafe fn attention<
     T,
     S,
     P,
@@ -153,6 +148,7 @@ unsafe fn attention<
     const DEFER_TAIL: bool,
     const SPLIT: bool,
     const TREE: bool,
+    const CHAIN: bool,
 >(
     q_map: &TensorMap,
     k_map: &TensorMap,
@@ -167,6 +163,7 @@ unsafe fn attention<
     const {
         assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC && QCH == QS * DC, "tile shapes agree");
         assert!(S::N as usize == BN && BN as u32 == 16 * P::STEPS, "a key block is the scores' N and P's K");
+        assert!(!CHAIN || (PERSISTENT && QS == 2), "a chained tile's Q loads while the previous one runs");
     };
     // Shared-memory plan (`abi::attention_sm90::smem_plan`).
     let mut smem = DynamicShared::window();
@@ -355,27 +352,46 @@ unsafe fn attention<
     let mut q_state = PipelineState::<QS>::START;
     if PERSISTENT {
         // The tiles the producer hands over, until an index past the last.
-        loop {
-            q_pipe.consumer_wait(q_state);
-            // Buffer and tile as warp-uniform values to ptxas: a convergent tile loop, uniform
-            // descriptors (one buffer: 0). SAFETY: the whole warpgroup, at one ring position.
-            let q_buffer = if QS == 1 { 0 } else { unsafe { warp::uniform(q_state.stage) } };
-            // SAFETY: the whole warp, after the wait, before this thread's arrival on the
-            // buffer's free barrier.
-            let t = unsafe { slot.tile(q_buffer) };
-            if t >= tiles.count() {
-                break;
+        // SAFETY: the whole warpgroup, at one position of the Q buffers' ring.
+        let next_tile = |q_state| unsafe { slot.next(&q_pipe, q_state, tiles.count()) };
+        // Each tile is walked and closed; chained (`CHAIN`: the shape's `chain_tiles`), each
+        // stays open until the next one's walk closes it, and the last one after the loop.
+        // SAFETY (each walk and close): the whole warpgroup; Q has landed and the producer
+        // fills the ring for the tile; an open tile is this warpgroup's last, on this ring.
+        // After each tile, `warp::converge`: the tile loop's back-edge reached by the whole
+        // warp (O's and the LSE's stores branch per row).
+        if CHAIN {
+            if let Some((w, q_buffer)) = next_tile(q_state) {
+                // SAFETY: as above.
+                let mut open = unsafe {
+                    consumer(q_buffer).walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, false>(&w, &mut ring, None, None)
+                };
+                q_state.advance();
+                // SAFETY: as above.
+                unsafe { warp::converge() };
+                while let Some((w, q_buffer)) = next_tile(q_state) {
+                    let before = Some(open);
+                    // SAFETY: as above.
+                    open = unsafe {
+                        consumer(q_buffer)
+                            .walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, false>(&w, &mut ring, None, before)
+                    };
+                    q_state.advance();
+                    // SAFETY: as above.
+                    unsafe { warp::converge() };
+                }
+                // SAFETY: as above (closing reads only the V ring).
+                unsafe { consumer(0).close::<P, O, true, SPLIT>(open) };
             }
-            // SAFETY: as above, a tile of the launch (with queries: the producer published no
-            // other), published with its work.
-            let w = unsafe { slot.work(q_buffer) };
-            let own = consumer(q_buffer);
-            // SAFETY: the whole warpgroup; Q has landed and the producer fills the ring for it.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT, TREE>(&w, &mut ring, None) };
-            q_state.advance();
-            // The loop's one back-edge, reached by the whole warp: O's and the LSE's stores
-            // branch per row. SAFETY: the whole warpgroup, at the end of each tile.
-            unsafe { warp::converge() };
+        } else {
+            while let Some((w, q_buffer)) = next_tile(q_state) {
+                let own = consumer(q_buffer);
+                // SAFETY: as above.
+                unsafe { own.walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, true>(&w, &mut ring, None, None) };
+                q_state.advance();
+                // SAFETY: as above.
+                unsafe { warp::converge() };
+            }
         }
     } else {
         // SAFETY: this CTA's one tile, as for the producer.
@@ -385,66 +401,13 @@ unsafe fn attention<
             let own = consumer(0);
             let mut first_phase = Phase::ZERO;
             let q = Some((&q_full, &mut first_phase));
-            // SAFETY: the whole warpgroup; `tile` waits for Q (buffer 0, first phase; waiting
+            // SAFETY: the whole warpgroup; `walk` waits for Q (buffer 0, first phase; waiting
             // here instead spilled 32 bytes at d = 256), the producer loads the key blocks.
-            unsafe { own.tile::<S, P, O, PERSISTENT, DEFER_TAIL, SPLIT, TREE>(&w, &mut ring, q) };
+            unsafe { own.walk::<S, P, O, false, DEFER_TAIL, SPLIT, TREE, true>(&w, &mut ring, q, None) };
         }
     }
     if wg == 0 {
         // SAFETY: the closing sync of the turn protocol (whole warpgroup).
         unsafe { turns.0.sync() };
     }
-}
-
-/// `#[kernel]` entries over [`attention`]: name, element, shape (`abi::attention_sm90`'s
-/// table), scores accumulator (64 × the shape's keys), P's fragments, output accumulator (64 ×
-/// the head dimension).
-macro_rules! attention_entries {
-    ($($name:ident: $t:ty, $shape:ident, $scores:ty, $probs:ty, $acc:ty;)*) => {$(
-        /// Attention forward entry point; see the module docs and [`AttentionParams`].
-        ///
-        /// # Safety
-        /// See `attention`: tensor maps and parameters as the host launcher builds them.
-        #[warpforge_dsl::kernel(threads = 384, min_blocks_per_sm = 1)]
-        pub unsafe fn $name(
-            #[grid_constant] q_map: &TensorMap,
-            #[grid_constant] k_map: &TensorMap,
-            #[grid_constant] v_map: &TensorMap,
-            params: AttentionParams,
-        ) {
-            const SHAPE: shape::Shape = shape::$shape;
-            const D: usize = SHAPE.head_dim as usize;
-            const RING: usize = SHAPE.stages as usize;
-            const BN: usize = SHAPE.keys as usize;
-            const DC: usize = D / CHUNK;
-            const PRODUCER: u32 = SHAPE.producer_regs;
-            const CONSUMER: u32 = SHAPE.consumer_regs;
-            const PERSISTENT: bool = SHAPE.persistent;
-            const DEFER: bool = SHAPE.defer_block_tail;
-            const SPLIT: bool = SHAPE.split_kv_rings;
-            const QS: usize = SHAPE.q_stages as usize;
-            const TREE: bool = SHAPE.tree_row_folds;
-            // SAFETY: forwarded to the launcher's contract.
-            unsafe {
-                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, QS, { QS * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT, TREE>(
-                    q_map, k_map, v_map, &params,
-                )
-            }
-        }
-    )*};
-}
-
-attention_entries! {
-    attention_bf16_d64_sm90: Bf16, D64, Acc64x128F32, AFragments8, Acc64x64F32;
-    attention_bf16_d64_k176_sm90: Bf16, D64_K176, Acc64x176F32, AFragments11, Acc64x64F32;
-    attention_bf16_d128_sm90: Bf16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
-    attention_bf16_d128_k176_sm90: Bf16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
-    attention_bf16_d256_sm90: Bf16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
-    attention_f16_d64_sm90: F16, D64, Acc64x128F32, AFragments8, Acc64x64F32;
-    attention_f16_d64_k176_sm90: F16, D64_K176, Acc64x176F32, AFragments11, Acc64x64F32;
-    attention_f16_d128_sm90: F16, D128, Acc64x128F32, AFragments8, Acc64x128F32;
-    attention_f16_d128_k176_sm90: F16, D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
-    attention_f16_d256_sm90: F16, D256, Acc64x80F32, AFragments5, Acc64x256F32;
-    attention_bf16_d128_causal_sm90: Bf16, D128_CAUSAL, Acc64x128F32, AFragments8, Acc64x128F32;
-    attention_f16_d128_causal_sm90: F16, D128_CAUSAL, Acc64x128F32, AFragments8, Acc64x128F32;
 }

@@ -135,6 +135,28 @@ impl TileSlot {
         }
     }
 
+    /// Waits for the Q buffer at `q_state` and reads its slot: the tile's work and the buffer,
+    /// or `None` for an index past the launch's `count` tiles (the producer's stop). Buffer and
+    /// work come out warp-uniform to ptxas (a convergent tile loop, uniform descriptors).
+    ///
+    /// # Safety
+    /// The whole warpgroup, at its position of the Q buffers' ring, before this thread's
+    /// arrival on the buffer's free barrier for this phase.
+    #[inline(always)]
+    pub(crate) unsafe fn next<const QS: usize>(
+        self,
+        q_pipe: &Pipeline<QS>,
+        q_state: PipelineState<QS>,
+        count: u32,
+    ) -> Option<(TileWork, u32)> {
+        q_pipe.consumer_wait(q_state);
+        // SAFETY: the whole warp (contract); with one buffer, 0.
+        let q_buffer = if QS == 1 { 0 } else { unsafe { warp::uniform(q_state.stage) } };
+        // SAFETY: after the wait, before the free arrival (contract); past the index, a tile
+        // of the launch (with queries: the producer published no other) with its work.
+        unsafe { (self.tile(q_buffer) < count).then(|| (self.work(q_buffer), q_buffer)) }
+    }
+
     /// The tile index of the phase of Q buffer `buffer`'s full barrier just waited for, the
     /// same on every lane and warp-uniform to ptxas.
     ///

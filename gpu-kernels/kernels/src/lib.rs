@@ -13,6 +13,8 @@ pub mod attention_sm90;
 #[cfg(warpforge_arch = "sm_90a")]
 mod attention_sm90_consumer;
 #[cfg(warpforge_arch = "sm_90a")]
+pub mod attention_sm90_entries;
+#[cfg(warpforge_arch = "sm_90a")]
 mod attention_sm90_parts;
 #[cfg(warpforge_arch = "sm_100a")]
 pub mod clc_visit_sm100;

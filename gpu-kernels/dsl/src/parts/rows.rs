@@ -204,7 +204,7 @@ pub fn a_fragment<T: Pack16, A: Accumulator<Elem = f32>>(acc: &A, k_step: u32) -
 /// registers an RS wgmma can read while the accumulator's own registers take the next block
 /// (attention's P of one key block while `Q·Kᵀ` of the next one runs). Implemented by tuple
 /// structs (an array would live in local memory), one per key-block width.
-pub trait AFragments: Copy {
+pub trait AFragments: Copy + Default {
     /// K steps held (`N / 16`).
     const STEPS: u32;
 
