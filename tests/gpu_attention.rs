@@ -589,7 +589,7 @@ fn attention_problem_check_refuses_bad_shapes() {
 /// at d = 128 128-key blocks and
 /// three stages, for those long non-causal problems 176-key blocks, two split stages and a
 /// 24/240 register split, and causal problems on an entry of their own with the row folds as
-/// trees; 80-key blocks, two split stages, 24/240 and one tile per CTA at d = 256; every plan
+/// trees; 80-key blocks, two split stages and 24/240 at d = 256; every plan
 /// inside Hopper's 227 KiB and 64 Ki registers, every entry named for its shape.
 #[test]
 fn attention_shape_table_per_problem() {
@@ -612,7 +612,7 @@ fn attention_shape_table_per_problem() {
             (64, 176, 4, false, (40, 232), true, 2, (false, true)),
             (128, 128, 3, false, (40, 232), true, 1, (false, false)),
             (128, 176, 2, true, (24, 240), true, 1, (false, false)),
-            (256, 80, 2, true, (24, 240), false, 1, (false, false)),
+            (256, 80, 2, true, (24, 240), true, 1, (false, false)),
             (128, 128, 3, false, (40, 232), true, 1, (true, false))
         ]
     );

@@ -136,16 +136,17 @@ pub const D128_K176: Shape = Shape {
 /// and their P (32) would exceed the 240 a consumer can get, so the blocks narrow to 80 keys
 /// (40 + 20 registers; `P·V` runs five K steps), two stages (Q 64 KiB + 2 × 80 KiB = 224
 /// KiB) in split rings (measured 0.67 → 0.91 × cuDNN), a 24/240 split (at 40/232 ptxas
-/// spilled 12 B of the tile's geometry across the key loop), one tile per CTA (the tile
-/// loop's state spilled 192 B) and the tail in place (the scores carried across the
-/// back-edge spilled).
+/// spilled 12 B of the tile's geometry across the key loop), the persistent grid (its
+/// consumers hold only the tile's index across the key loop and derive where its rows lie
+/// again for the store) and the tail in place (the scores carried across the back-edge
+/// spilled).
 pub const D256: Shape = Shape {
     head_dim: 256,
     keys: 80,
     stages: 2,
     split_kv_rings: true,
     defer_block_tail: false,
-    persistent: false,
+    persistent: true,
     q_stages: 1,
     producer_regs: 24,
     consumer_regs: 240,
@@ -222,9 +223,10 @@ const _: () = {
     }
 };
 
-/// Words of a Q buffer's tile slot: the tile the producer hands the consumers with that
-/// buffer, decoded (its index, then `TileWork`'s ten words; one spare), so that the
-/// consumers read it instead of dividing it out again after their wait for Q.
+/// Words of a record of a Q buffer's tile slot (two records per buffer, one per lap parity):
+/// the tile the producer hands the consumers with that buffer, decoded (its index, then
+/// `TileWork`'s ten words; one spare), so that the consumers read it instead of dividing it
+/// out again after their wait for Q.
 pub const TILE_SLOT_WORDS: u32 = 12;
 
 /// The kernel's dynamic shared memory for `shape`, as the device carves it: the Q buffers
@@ -245,5 +247,5 @@ const fn plan<Kv: Tile>(shape: Shape) -> SmemPlan {
     let q = shape.q_stages;
     let plan = SmemPlan::new().ring::<QBox>(q * chunks).ring::<Kv>(stages * chunks).ring::<Kv>(stages * chunks);
     let plan = if shape.split_kv_rings { plan.pipeline(stages).pipeline(stages) } else { plan.pipeline(stages) };
-    plan.pipeline(q).region(4 * TILE_SLOT_WORDS * q, 16)
+    plan.pipeline(q).region(4 * TILE_SLOT_WORDS * 2 * q, 16)
 }

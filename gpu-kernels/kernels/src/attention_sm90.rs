@@ -3,13 +3,13 @@
 //! optional per-row log-sum-exp.
 //!
 //! Algorithm (FlashAttention-2/3's online softmax on wgmma): a CTA works on tiles of (128
-//! queries, query head, sequence), one or several (`logic::attention::AttentionTiles`). At
-//! d ≤ 128 the grid is persistent: each CTA starts on tile `blockIdx.x` and its producer claims
+//! queries, query head, sequence), one or several (`logic::attention::AttentionTiles`). The
+//! grid is persistent (every entry's shape: `persistent`; the body also runs one CTA per tile):
+//! each CTA starts on tile `blockIdx.x` and its producer claims
 //! the next from the launch's counters (`logic::schedule::claims`: whichever CTA frees first
 //! takes it, which balances causal and variable-length tiles; the counters end each launch at
 //! zero), handing each index and its decoded work to the consumers through a shared-memory slot
-//! under Q's full barrier (an index past the tiles stops them). At d = 256 one CTA runs per
-//! tile. The tile's two consumer warpgroups own 64 query rows each and walk the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
+//! under Q's full barrier (an index past the tiles stops them). The tile's two consumer warpgroups own 64 query rows each and walk the keys in blocks of the entry's shape (`abi::attention_sm90::SHAPES`): at d = 64 and 128,
 //! 176 keys in non-causal problems of at least 4096 keys (FlashAttention-3's non-causal d = 128
 //! block) and 128 in the others (the host picks the entry), 80 at d = 256:
 //! `S = Q·Kᵀ` by SS wgmma (`m64n128k16` / `m64n176k16` / `m64n80k16`, Q and K from shared memory), the mask (sequence end; causal, bottom-right aligned: `logic::attention`), then
@@ -241,7 +241,7 @@ pub(crate) unsafe fn attention<
                 if PERSISTENT {
                     q_pipe.producer_wait(q_state);
                     // SAFETY: the one thread, after the free barrier, before the arrival below.
-                    unsafe { slot.publish(q_state.stage, t, work.as_ref()) };
+                    unsafe { slot.publish(TileSlot::record(q_state), t, work.as_ref()) };
                 }
                 let Some(w) = work else {
                     if PERSISTENT {
@@ -343,10 +343,10 @@ pub(crate) unsafe fn attention<
         unsafe { turns.1.arrive() };
     }
     // A tile's view: its Q buffer (a window of DC boxes) and free barrier, K and V, the turns.
-    let consumer = |buffer: u32| {
+    let consumer = |buffer: u32, record: u32| {
         let q_free = q_pipe.empty(buffer);
         let operands = Operands { q: q_tile.window::<DC>(buffer * DC as u32), k: k_ring, v: v_ring, wg };
-        Consumer { p, rings: (&k_pipe, &v_pipe), q_free, operands, turns }
+        Consumer { p, rings: (&k_pipe, &v_pipe), q_free, operands, turns, tile: (slot, record) }
     };
     let mut ring = PipelineState::<RING>::START;
     let mut q_state = PipelineState::<QS>::START;
@@ -361,19 +361,20 @@ pub(crate) unsafe fn attention<
         // After each tile, `warp::converge`: the tile loop's back-edge reached by the whole
         // warp (O's and the LSE's stores branch per row).
         if CHAIN {
-            if let Some((w, q_buffer)) = next_tile(q_state) {
+            if let Some((w, q_buffer, record)) = next_tile(q_state) {
                 // SAFETY: as above.
                 let mut open = unsafe {
-                    consumer(q_buffer).walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, false>(&w, &mut ring, None, None)
+                    consumer(q_buffer, record)
+                        .walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, false>(&w, &mut ring, None, None)
                 };
                 q_state.advance();
                 // SAFETY: as above.
                 unsafe { warp::converge() };
-                while let Some((w, q_buffer)) = next_tile(q_state) {
+                while let Some((w, q_buffer, record)) = next_tile(q_state) {
                     let before = Some(open);
                     // SAFETY: as above.
                     open = unsafe {
-                        consumer(q_buffer)
+                        consumer(q_buffer, record)
                             .walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, false>(&w, &mut ring, None, before)
                     };
                     q_state.advance();
@@ -381,11 +382,11 @@ pub(crate) unsafe fn attention<
                     unsafe { warp::converge() };
                 }
                 // SAFETY: as above (closing reads only the V ring).
-                unsafe { consumer(0).close::<P, O, true, SPLIT>(open) };
+                unsafe { consumer(0, 0).close::<P, O, true, SPLIT>(open) };
             }
         } else {
-            while let Some((w, q_buffer)) = next_tile(q_state) {
-                let own = consumer(q_buffer);
+            while let Some((w, q_buffer, record)) = next_tile(q_state) {
+                let own = consumer(q_buffer, record);
                 // SAFETY: as above.
                 unsafe { own.walk::<S, P, O, true, DEFER_TAIL, SPLIT, TREE, true>(&w, &mut ring, None, None) };
                 q_state.advance();
@@ -398,7 +399,7 @@ pub(crate) unsafe fn attention<
         let work = unsafe { tile_work(p, &tiles, first, BN as u32) };
         if let Some(w) = work {
             let q_full = q_pipe.full(0);
-            let own = consumer(0);
+            let own = consumer(0, 0);
             let mut first_phase = Phase::ZERO;
             let q = Some((&q_full, &mut first_phase));
             // SAFETY: the whole warpgroup; `walk` waits for Q (buffer 0, first phase; waiting

@@ -17,7 +17,9 @@ use warpforge_dsl::warpgroup::acc::{Accumulator, WgmmaRs, WgmmaSs};
 use warpforge_dsl::warpgroup::{self, WgmmaElement};
 
 use crate::attention_sm90::TURN_THREADS;
-use crate::attention_sm90_parts::{Operands, Rows, TileWork, attention_tiles, finish_block, store_rows, tile_at};
+use crate::attention_sm90_parts::{
+    Operands, Rows, TileSlot, TileWork, attention_tiles, finish_block, store_rows, tile_at,
+};
 
 /// A tile this warpgroup has walked but for its last key block's `P·V`: O rescaled up to that
 /// block, the block's P rounded, the softmax's running maxima and sums, the block's ring
@@ -33,13 +35,15 @@ pub(crate) struct OpenTile<P, O, const RING: usize> {
 
 /// A consumer warpgroup's view of the CTA for one tile: the parameters, the K and V rings'
 /// barriers, the free barrier of the tile's Q buffer, its wgmma operands (the tile's Q buffer,
-/// the K and V rings) and its turn barriers (its own, the other's).
+/// the K and V rings), its turn barriers (its own, the other's) and the tile's slot record.
 pub(crate) struct Consumer<'a, T, const DC: usize, const BN: usize, const RING: usize, const KCH: usize> {
     pub(crate) p: &'a AttentionParams,
     pub(crate) rings: (&'a Pipeline<RING>, &'a Pipeline<RING>),
     pub(crate) q_free: Mbarrier,
     pub(crate) operands: Operands<T, DC, BN, RING, KCH>,
     pub(crate) turns: (NamedBarrier<TURN_THREADS>, NamedBarrier<TURN_THREADS>),
+    /// The tile slot and the record the tile came in (persistent grid; unread otherwise).
+    pub(crate) tile: (TileSlot, u32),
 }
 
 impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const RING: usize, const KCH: usize>
@@ -294,13 +298,18 @@ impl<T: WgmmaElement + Pack16 + Output, const DC: usize, const BN: usize, const 
         softmax: &OnlineSoftmax,
         (w, q0): (&TileWork, u32),
     ) {
-        // One tile per CTA: where the tile lies is derived again from `blockIdx.x` rather than
-        // kept live across the key loop (at d = 256 ptxas spilled three such values without it).
-        let (w, q0) = if PERSISTENT {
+        // Where the tile's rows lie: held from the walk, or, where O's registers leave none to
+        // spare (d = 256: 128 of them), derived again from the tile's index (one register
+        // across the key loop; on a grid of one tile per CTA, `blockIdx.x` read in place)
+        // rather than kept live across the key loop (ptxas spilled three such values).
+        let (w, q0) = if PERSISTENT && O::N < 256 {
             (*w, q0)
         } else {
-            // SAFETY: this CTA's tile (the grid covers the tiles one per CTA: contract).
-            let w = unsafe { tile_at(self.p, &attention_tiles::<false>(self.p), block_idx_x_in_place(), BN as u32) };
+            // SAFETY: the tile's record, before this thread's arrival on the free barrier's next
+            // phase (it arrives there after this store: `TileSlot`).
+            let t = if PERSISTENT { unsafe { self.tile.0.tile(self.tile.1) } } else { block_idx_x_in_place() };
+            // SAFETY: a tile of the launch (the grid covers the tiles one per CTA: contract).
+            let w = unsafe { tile_at(self.p, &attention_tiles::<PERSISTENT>(self.p), t, BN as u32) };
             // Warpgroups 1 and 2 are the consumers (the producer is warpgroup 0).
             (w, w.m0 + (thread_rank_in_place() / WARPGROUP_THREADS - 1) * WGMMA_M)
         };

@@ -80,13 +80,16 @@ impl Claims {
     }
 }
 
-/// The tile the producer hands the consumers with each Q buffer, one slot of
-/// `TILE_SLOT_WORDS` words per buffer: its index and, for a tile of the launch, its decoded
-/// work (the producer has decoded it already; decoding it again after the wait for Q put a
-/// chain of four integer divisions between Q's arrival and the first `Q·Kᵀ`). Written before
-/// the producer's arrival on the buffer's full barrier, read after the consumers' wait on it
-/// (the barrier's release and acquire order the two), and not rewritten before the buffer's
-/// free barrier says every consumer thread has read it.
+/// The tile the producer hands the consumers with each Q buffer, one record of
+/// `TILE_SLOT_WORDS` words per buffer and lap parity (`record`): its index and, for a tile of
+/// the launch, its decoded work (the producer has decoded it already; decoding it again after
+/// the wait for Q put a chain of four integer divisions between Q's arrival and the first
+/// `Q·Kᵀ`). Written before the producer's arrival on the buffer's full barrier, read after
+/// the consumers' wait on it (the barrier's release and acquire order the two), and not
+/// rewritten before the buffer's free barrier has completed the phase after the one that
+/// published it: every consumer thread arrives on that phase after its store of the tile, so
+/// a consumer may read its tile's record again until then (d = 256 reads the index there
+/// for the store instead of holding it across the key loop).
 #[derive(Clone, Copy)]
 pub(crate) struct TileSlot(pub(crate) SharedPtr<u32>);
 
@@ -95,30 +98,35 @@ const WORK_WORDS: u32 = 10;
 const _: () = assert!(1 + WORK_WORDS <= TILE_SLOT_WORDS, "the slot holds the index and the work");
 
 impl TileSlot {
-    /// The slot of this CTA's plan (`attention_sm90::smem_plan`'s region after the barriers).
+    /// The slot of this CTA's plan (`attention_sm90::smem_plan`'s region after the barriers):
+    /// two records per Q buffer.
     #[inline(always)]
     pub(crate) fn alloc<const QS: usize>(smem: &mut DynamicShared) -> Self {
-        TileSlot(smem.alloc::<u32>(QS as u32 * TILE_SLOT_WORDS, 16))
+        TileSlot(smem.alloc::<u32>(2 * QS as u32 * TILE_SLOT_WORDS, 16))
     }
 
-    /// Word `i` of Q buffer `buffer`'s slot.
+    /// The record of the Q buffer at `at` (its stage) on that lap (its parity).
     #[inline(always)]
-    fn word(self, buffer: u32, i: u32) -> SharedPtr<u32> {
-        self.0.add(buffer * TILE_SLOT_WORDS + i)
+    pub(crate) fn record<const QS: usize>(at: PipelineState<QS>) -> u32 {
+        2 * at.stage + at.parity
     }
 
-    /// Writes tile `t` and, for a tile of the launch, its work into the slot of Q buffer
-    /// `buffer`.
+    /// Word `i` of record `record`.
+    #[inline(always)]
+    fn word(self, record: u32, i: u32) -> SharedPtr<u32> {
+        self.0.add(record * TILE_SLOT_WORDS + i)
+    }
+
+    /// Writes tile `t` and, for a tile of the launch, its work into record `record`.
     ///
     /// # Safety
     /// The producer's one thread, before its arrival on the buffer's full barrier for this
     /// phase and after its wait on the free barrier for the previous one (no consumer reads
-    /// it); `buffer` is one of the plan's Q buffers.
+    /// the record: see the type); `record` is [`Self::record`] of that buffer and lap.
     #[inline(always)]
-    pub(crate) unsafe fn publish(self, buffer: u32, t: u32, work: Option<&TileWork>) {
-        // SAFETY: (each write) a word of this CTA's slot for the buffer (the plan); unread now
-        // (contract).
-        let put = |i: u32, value: u32| unsafe { self.word(buffer, i).as_mut_ptr().write_volatile(value) };
+    pub(crate) unsafe fn publish(self, record: u32, t: u32, work: Option<&TileWork>) {
+        // SAFETY: (each write) a word of this CTA's slot (the plan); unread now (contract).
+        let put = |i: u32, value: u32| unsafe { self.word(record, i).as_mut_ptr().write_volatile(value) };
         put(0, t);
         if let Some(w) = work {
             let (at, seq) = (w.at, w.seq);
@@ -135,8 +143,8 @@ impl TileSlot {
         }
     }
 
-    /// Waits for the Q buffer at `q_state` and reads its slot: the tile's work and the buffer,
-    /// or `None` for an index past the launch's `count` tiles (the producer's stop). Buffer and
+    /// Waits for the Q buffer at `q_state` and reads its record: the tile's work, the buffer
+    /// and the record, or `None` for an index past the launch's `count` tiles (the producer's stop). Buffer and
     /// work come out warp-uniform to ptxas (a convergent tile loop, uniform descriptors).
     ///
     /// # Safety
@@ -148,27 +156,27 @@ impl TileSlot {
         q_pipe: &Pipeline<QS>,
         q_state: PipelineState<QS>,
         count: u32,
-    ) -> Option<(TileWork, u32)> {
+    ) -> Option<(TileWork, u32, u32)> {
         q_pipe.consumer_wait(q_state);
         // SAFETY: the whole warp (contract); with one buffer, 0.
         let q_buffer = if QS == 1 { 0 } else { unsafe { warp::uniform(q_state.stage) } };
+        let record = 2 * q_buffer + q_state.parity;
         // SAFETY: after the wait, before the free arrival (contract); past the index, a tile
         // of the launch (with queries: the producer published no other) with its work.
-        unsafe { (self.tile(q_buffer) < count).then(|| (self.work(q_buffer), q_buffer)) }
+        unsafe { (self.tile(record) < count).then(|| (self.work(record), q_buffer, record)) }
     }
 
-    /// The tile index of the phase of Q buffer `buffer`'s full barrier just waited for, the
-    /// same on every lane and warp-uniform to ptxas.
+    /// The tile index in record `record`, the same on every lane and warp-uniform to ptxas.
     ///
     /// # Safety
-    /// The whole warp, after that wait and before this thread's arrival on the buffer's free
-    /// barrier (the producer does not write it in between); `buffer` is one of the plan's Q
-    /// buffers.
+    /// The whole warp, after the wait on the full barrier phase that published the record and
+    /// before this thread's arrival on the free barrier's next phase (the producer does not
+    /// write it in between: see the type).
     #[inline(always)]
-    pub(crate) unsafe fn tile(self, buffer: u32) -> u32 {
+    pub(crate) unsafe fn tile(self, record: u32) -> u32 {
         // SAFETY: as for `publish`; written and unwritten now (contract), the same word on
         // every lane.
-        unsafe { warp::uniform(self.word(buffer, 0).read_word()) }
+        unsafe { warp::uniform(self.word(record, 0).read_word()) }
     }
 
     /// The work the producer published with the tile (`tile` below the launch's count), its
@@ -178,10 +186,10 @@ impl TileSlot {
     /// # Safety
     /// As for [`Self::tile`], for a tile of the launch.
     #[inline(always)]
-    pub(crate) unsafe fn work(self, buffer: u32) -> TileWork {
+    pub(crate) unsafe fn work(self, record: u32) -> TileWork {
         // SAFETY: (each read) as for `tile`; the producer wrote the work with a tile of the
         // launch.
-        let get = |i: u32| unsafe { warp::uniform(self.word(buffer, i).read_word()) };
+        let get = |i: u32| unsafe { warp::uniform(self.word(record, i).read_word()) };
         TileWork {
             at: AttentionTile { tile: get(1), head: get(2), kv_head: get(3), batch: get(4) },
             seq: Sequence { q_base: get(5), q_len: get(6), k_base: get(7), k_len: get(8) },
