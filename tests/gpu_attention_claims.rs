@@ -16,13 +16,17 @@ use crate::gpu_attention::{Case, check_case};
 #[ignore = "needs an NVIDIA GPU"]
 fn attention_persistent_grid_covers_many_tiles() {
     // (batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal): 288, 336, 384, 520 and 640
-    // tiles (at d = 64 each CTA cycles through both Q buffers several times).
+    // tiles (at d = 64 each CTA cycles through both Q buffers several times, chaining its
+    // tiles), then 384 and 288 at d = 256 (one Q buffer: each tile's slot record is read again
+    // for its store while the next tile's is published beside it).
     let cases = [
         (2, 16, 4, 1100, 1100, 128, true),
         (3, 16, 16, 700, 900, 64, true),
         (1, 32, 4, 1500, 1500, 128, false),
         (5, 8, 1, 1600, 1300, 64, true),
         (4, 32, 8, 600, 650, 64, false),
+        (3, 16, 4, 900, 1000, 256, true),
+        (2, 16, 16, 1100, 700, 256, false),
     ];
     for (batch, heads_q, heads_kv, seq_q, seq_k, head_dim, causal) in cases {
         let mut problem = AttentionProblem::new(batch, heads_q, heads_kv, seq_q, seq_k, head_dim);
