@@ -139,20 +139,8 @@ pub const D128_K176: Shape = Shape {
 /// spilled 12 B of the tile's geometry across the key loop), the persistent grid (its
 /// consumers hold only the tile's index across the key loop and derive where its rows lie
 /// again for the store) and the tail in place (the scores carried across the back-edge
-/// spilled).
-pub const D256: Shape = Shape {
-    head_dim: 256,
-    keys: 80,
-    stages: 2,
-    split_kv_rings: true,
-    defer_block_tail: false,
-    persistent: true,
-    q_stages: 1,
-    producer_regs: 24,
-    consumer_regs: 240,
-    tree_row_folds: false,
-    chain_tiles: false,
-};
+/// spilled): [`D128_K176`]'s ring, split and grid with its own block and tail.
+pub const D256: Shape = Shape { head_dim: 256, keys: 80, defer_block_tail: false, ..D128_K176 };
 /// d = 128 with a causal mask: [`D128`] with the row maximum and sum folded as trees. Run
 /// as the one d = 128 entry of 128-key blocks (H100, 2026-12-06, two runs in both column
 /// orders, docs/PERF.md), the trees measured +5 to +11 % on causal problems of 512 to 2048
