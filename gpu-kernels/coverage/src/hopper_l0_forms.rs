@@ -103,6 +103,7 @@ pub unsafe fn hopper_l0_forms_sm90a(#[grid_constant] map: &TensorMap, g: *mut u8
         tma::load_1d(dst, map, 0, bar);
         tma::load_3d(dst, map, 0, 1, 2, bar);
         tma::load_4d(dst, map, 0, 1, 2, 3, bar);
+        tma::prefetch_l2_4d(map, 0, 1, 2, 3);
         tma::load_5d(dst, map, 0, 1, 2, 3, 4, bar);
         tma::load_1d_cache_hint(dst, map, 0, bar, first);
         tma::load_3d_cache_hint(dst, map, 0, 1, 2, bar, last);

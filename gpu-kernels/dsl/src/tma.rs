@@ -105,6 +105,18 @@ pub fn prefetch(map: &TensorMap) {
     unsafe { raw::prefetch_tensormap(map) }
 }
 
+/// Asks L2 for the 4-D box of `map` at (`x`, `y`, `z`, `w`), ahead of a [`load_4d`] of it: the
+/// load then reads L2 instead of waiting on memory. Nothing completes or is waited for.
+///
+/// # Safety
+/// `map` describes a tensor in global memory (a prefetch of a map whose address is not one
+/// may fault); `x` times the element size is a multiple of 16 bytes.
+#[inline(always)]
+pub unsafe fn prefetch_l2_4d(map: &TensorMap, x: i32, y: i32, z: i32, w: i32) {
+    // SAFETY: forwarded to the caller; `map` is a live reference.
+    unsafe { raw::prefetch_l2_4d(map, x, y, z, w) }
+}
+
 /// Closes the group of this thread's outstanding stores.
 #[inline(always)]
 pub fn commit_group() {

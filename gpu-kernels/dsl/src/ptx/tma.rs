@@ -214,6 +214,23 @@ tensor_ops! {
 
 /// Prefetches the tensor map itself into the TMA unit's descriptor cache.
 ///
+/// Emits `cp.async.bulk.prefetch.tensor.4d.L2.global.tile [map, {c0, c1, c2, c3}];`: asks L2
+/// for the box at those coordinates (REFERENCE §3), no shared memory, no barrier, no completion.
+///
+/// # Safety
+/// `map` is the generic address of a valid tensor map that stays unmodified until the prefetch
+/// has been issued; the innermost coordinate times the element size is a multiple of 16 bytes
+/// (as for the loads). Coordinates outside the tensor fetch nothing for those elements.
+#[inline(always)]
+pub unsafe fn prefetch_l2_4d(map: *const TensorMap, c0: i32, c1: i32, c2: i32, c3: i32) {
+    // SAFETY: forwarded to the caller; a prefetch writes nothing architectural.
+    unsafe {
+        asm!("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [{map}, {{{c0}, {c1}, {c2}, {c3}}}];",
+             map = in(reg64) map as u64, c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2, c3 = in(reg32) c3,
+             options(nostack))
+    };
+}
+
 /// Emits `prefetch.tensormap [map];`.
 ///
 /// # Safety
