@@ -589,7 +589,8 @@ fn attention_problem_check_refuses_bad_shapes() {
 /// at d = 128 128-key blocks and
 /// three stages, for those long non-causal problems 176-key blocks, two split stages and a
 /// 24/240 register split, and causal problems on an entry of their own with the row folds as
-/// trees; 80-key blocks, two split stages and 24/240 at d = 256; every plan
+/// trees; 80-key blocks, two split stages, 24/240 and the next tile's Q asked of L2 at d = 256;
+/// every plan
 /// inside Hopper's 227 KiB and 64 Ki registers, every entry named for its shape.
 #[test]
 fn attention_shape_table_per_problem() {
@@ -601,19 +602,19 @@ fn attention_shape_table_per_problem() {
         .iter()
         .map(|s| {
             let regs = (s.producer_regs, s.consumer_regs);
-            let folds = (s.tree_row_folds, s.chain_tiles);
+            let folds = (s.tree_row_folds, s.chain_tiles, s.prefetch_next_q);
             (s.head_dim, s.keys, s.stages, s.split_kv_rings, regs, s.persistent, s.q_stages, folds)
         })
         .collect();
     assert_eq!(
         table,
         [
-            (64, 128, 4, false, (40, 232), true, 2, (false, true)),
-            (64, 176, 4, false, (40, 232), true, 2, (false, true)),
-            (128, 128, 3, false, (40, 232), true, 1, (false, false)),
-            (128, 176, 2, true, (24, 240), true, 1, (false, false)),
-            (256, 80, 2, true, (24, 240), true, 1, (false, false)),
-            (128, 128, 3, false, (40, 232), true, 1, (true, false))
+            (64, 128, 4, false, (40, 232), true, 2, (false, true, false)),
+            (64, 176, 4, false, (40, 232), true, 2, (false, true, false)),
+            (128, 128, 3, false, (40, 232), true, 1, (false, false, false)),
+            (128, 176, 2, true, (24, 240), true, 1, (false, false, false)),
+            (256, 80, 2, true, (24, 240), true, 1, (false, false, true)),
+            (128, 128, 3, false, (40, 232), true, 1, (true, false, false))
         ]
     );
     assert_eq!(LONG_KEYS_FROM, 4096);

@@ -69,6 +69,11 @@ pub struct Shape {
     /// and the store running with the tensor cores idle for this warpgroup. The next tile's
     /// Q must then be there before the previous tile is done: two Q buffers.
     pub chain_tiles: bool,
+    /// Whether the producer asks L2 for the next tile's Q boxes as soon as it has claimed the
+    /// tile (`cp.async.bulk.prefetch.tensor`), before it waits for the Q buffer to be free: with
+    /// one Q buffer the load itself can only start after the current tile's last `Q·Kᵀ`, and
+    /// then reads L2 instead of HBM.
+    pub prefetch_next_q: bool,
 }
 
 /// d = 64 with causal masks (the causal rule of [`D128`]): 128-key blocks, four stages (160
@@ -88,6 +93,7 @@ pub const D64: Shape = Shape {
     consumer_regs: 232,
     tree_row_folds: false,
     chain_tiles: true,
+    prefetch_next_q: false,
 };
 /// d = 64 without a causal mask: 176-key blocks (the d = 128 non-causal block, see
 /// [`D128_K176`]), the rest as [`D64`]: four stages of 44 KiB with two Q buffers are 208 KiB, and 88
@@ -111,6 +117,7 @@ pub const D128: Shape = Shape {
     consumer_regs: 232,
     tree_row_folds: false,
     chain_tiles: false,
+    prefetch_next_q: false,
 };
 /// d = 128 without causal masks (FlashAttention-3's non-causal d = 128 block): 176-key
 /// blocks, so a block's softmax rounds, waits and turn are paid once per 176 keys (607 SASS
@@ -131,6 +138,7 @@ pub const D128_K176: Shape = Shape {
     consumer_regs: 240,
     tree_row_folds: false,
     chain_tiles: false,
+    prefetch_next_q: false,
 };
 /// d = 256: a consumer thread holds O's 64 × 256 f32 (128 registers); 128-key scores (64)
 /// and their P (32) would exceed the 240 a consumer can get, so the blocks narrow to 80 keys
@@ -140,7 +148,7 @@ pub const D128_K176: Shape = Shape {
 /// consumers hold only the tile's index across the key loop and derive where its rows lie
 /// again for the store) and the tail in place (the scores carried across the back-edge
 /// spilled): [`D128_K176`]'s ring, split and grid with its own block and tail.
-pub const D256: Shape = Shape { head_dim: 256, keys: 80, defer_block_tail: false, ..D128_K176 };
+pub const D256: Shape = Shape { head_dim: 256, keys: 80, defer_block_tail: false, prefetch_next_q: true, ..D128_K176 };
 /// d = 128 with a causal mask: [`D128`] with the row maximum and sum folded as trees. Run
 /// as the one d = 128 entry of 128-key blocks (H100, 2026-12-06, two runs in both column
 /// orders, docs/PERF.md), the trees measured +5 to +11 % on causal problems of 512 to 2048

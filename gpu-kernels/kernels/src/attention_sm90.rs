@@ -149,6 +149,7 @@ pub(crate) unsafe fn attention<
     const SPLIT: bool,
     const TREE: bool,
     const CHAIN: bool,
+    const PREFETCH_Q: bool,
 >(
     q_map: &TensorMap,
     k_map: &TensorMap,
@@ -238,6 +239,15 @@ pub(crate) unsafe fn attention<
                     }
                     t = if PERSISTENT { claims.claim() } else { tiles.count() };
                 };
+                if let (true, Some(next)) = (PREFETCH_Q, &work) {
+                    // The next tile's Q asked of L2 now, a block or more before its buffer is
+                    // free (the shape's `prefetch_next_q`).
+                    let (q_row, seq_slice) = ((next.seq.q_base + next.m0) as i32, slice(p, next.at.batch) as i32);
+                    for c in 0..DC as i32 {
+                        // SAFETY: the box the load below reads (Q's map, contract).
+                        unsafe { tma::prefetch_l2_4d(q_map, c * CHUNK as i32, next.at.head as i32, q_row, seq_slice) };
+                    }
+                }
                 if PERSISTENT {
                     q_pipe.producer_wait(q_state);
                     // SAFETY: the one thread, after the free barrier, before the arrival below.

@@ -43,9 +43,10 @@ macro_rules! attention_entries {
             const QS: usize = SHAPE.q_stages as usize;
             const TREE: bool = SHAPE.tree_row_folds;
             const CHAIN: bool = SHAPE.chain_tiles;
+            const PREFETCH_Q: bool = SHAPE.prefetch_next_q;
             // SAFETY: forwarded to the launcher's contract.
             unsafe {
-                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, QS, { QS * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT, TREE, CHAIN>(
+                attention::<$t, $scores, $probs, $acc, D, DC, BN, RING, { RING * DC }, QS, { QS * DC }, PRODUCER, CONSUMER, PERSISTENT, DEFER, SPLIT, TREE, CHAIN, PREFETCH_Q>(
                     q_map, k_map, v_map, &params,
                 )
             }
