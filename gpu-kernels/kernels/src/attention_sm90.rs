@@ -25,7 +25,8 @@
 //! first, so causal tiles with the most key blocks start first. On a persistent grid the ring
 //! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
-//! they finish `P·V` and store O. With two Q buffers (d = 64) a consumer chains its tiles
+//! they finish `P·V` and store O (at d = 256 it asks L2 for that Q as soon as it has claimed
+//! the tile, the shape's `prefetch_next_q`, so the load reads L2). With two Q buffers (d = 64) a consumer chains its tiles
 //! (the shape's `chain_tiles`): a tile's last `P·V` goes out in the same turn as the next
 //! tile's first `Q·Kᵀ`, and its O is stored under that block's softmax and `P·V`.
 //!
