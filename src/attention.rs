@@ -63,6 +63,7 @@ impl AttentionElement for half::bf16 {
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
         entries::ATTENTION_BF16_D128_CAUSAL,
+        entries::ATTENTION_BF16_D128_CAUSAL_SHORT,
     ];
     const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2] = [
         (entries::ATTENTION_DECODE_BF16_D64, entries::ATTENTION_COMBINE_BF16_D64),
@@ -77,6 +78,7 @@ impl AttentionElement for half::f16 {
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
         entries::ATTENTION_F16_D128_CAUSAL,
+        entries::ATTENTION_F16_D128_CAUSAL_SHORT,
     ];
     const DECODE_ENTRIES: [(Entry<AttentionDecode>, Entry<AttentionCombine>); 2] = [
         (entries::ATTENTION_DECODE_F16_D64, entries::ATTENTION_COMBINE_F16_D64),

@@ -331,12 +331,14 @@ fn every_typed_entry_matches_its_ptx_parameters() {
         entries::ATTENTION_BF16_D128_K176,
         entries::ATTENTION_BF16_D256,
         entries::ATTENTION_BF16_D128_CAUSAL,
+        entries::ATTENTION_BF16_D128_CAUSAL_SHORT,
         entries::ATTENTION_F16_D64,
         entries::ATTENTION_F16_D64_K176,
         entries::ATTENTION_F16_D128,
         entries::ATTENTION_F16_D128_K176,
         entries::ATTENTION_F16_D256,
         entries::ATTENTION_F16_D128_CAUSAL,
+        entries::ATTENTION_F16_D128_CAUSAL_SHORT,
     ] {
         check(d, attention);
     }

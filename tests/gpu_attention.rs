@@ -589,8 +589,8 @@ fn attention_problem_check_refuses_bad_shapes() {
 /// at d = 128 128-key blocks and
 /// three stages, for those long non-causal problems 176-key blocks, two split stages and a
 /// 24/240 register split, and causal problems on an entry of their own with the row folds as
-/// trees; 80-key blocks, two split stages, 24/240 and the next tile's Q asked of L2 at d = 256;
-/// every plan
+/// trees, those of fewer than `LONG_KEYS_FROM` keys with tiles chained on the one Q buffer and
+/// the next tile's Q asked of L2; 80-key blocks, two split stages and 24/240 at d = 256; every plan
 /// inside Hopper's 227 KiB and 64 Ki registers, every entry named for its shape.
 #[test]
 fn attention_shape_table_per_problem() {
@@ -613,8 +613,9 @@ fn attention_shape_table_per_problem() {
             (64, 176, 4, false, (40, 232), true, 2, (false, true, false)),
             (128, 128, 3, false, (40, 232), true, 1, (false, false, false)),
             (128, 176, 2, true, (24, 240), true, 1, (false, false, false)),
-            (256, 80, 2, true, (24, 240), true, 1, (false, false, true)),
-            (128, 128, 3, false, (40, 232), true, 1, (true, false, false))
+            (256, 80, 2, true, (24, 240), true, 1, (false, false, false)),
+            (128, 128, 3, false, (40, 232), true, 1, (true, false, false)),
+            (128, 128, 3, false, (40, 232), true, 1, (true, true, true))
         ]
     );
     assert_eq!(LONG_KEYS_FROM, 4096);
@@ -629,8 +630,11 @@ fn attention_shape_table_per_problem() {
                 _ => (128, 128),
             };
             assert_eq!((causal.keys, plain.keys), want, "d{d}, {seq_k} keys");
-            // Only causal d = 128 folds its rows as trees.
+            // Only causal d = 128 folds its rows as trees, and chains its tiles below LONG_KEYS_FROM.
             assert_eq!((causal.tree_row_folds, plain.tree_row_folds), (d == 128, false), "d{d}, {seq_k} keys");
+            if d == 128 {
+                assert_eq!((causal.chain_tiles, plain.chain_tiles), (!long, false), "d{d}, {seq_k} keys");
+            }
         }
     }
     assert_eq!(shape_for(96, false, 4096), None);
@@ -645,9 +649,10 @@ fn attention_shape_table_per_problem() {
         assert!(smem_plan(s).launch_bytes() <= SM90_SMEM_LIMIT, "d{d}/{keys}: {} bytes", smem_plan(s).launch_bytes());
         let consumers = CONSUMERS * 128;
         assert!((THREADS - consumers) * s.producer_regs + consumers * s.consumer_regs <= LAUNCH_REGISTERS);
-        let suffix = match (keys, s.tree_row_folds) {
-            (176, _) => "_k176",
-            (_, true) => "_causal",
+        let suffix = match (keys, s.tree_row_folds, s.chain_tiles) {
+            (176, _, _) => "_k176",
+            (_, true, true) => "_causal_short",
+            (_, true, false) => "_causal",
             _ => "",
         };
         for (entry, dtype) in [(bf16::ATTENTION_ENTRIES, "bf16"), (f16::ATTENTION_ENTRIES, "f16")] {

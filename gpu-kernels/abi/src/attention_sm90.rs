@@ -147,18 +147,26 @@ pub const D128_K176: Shape = Shape {
 /// spilled 12 B of the tile's geometry across the key loop), the persistent grid (its
 /// consumers hold only the tile's index across the key loop and derive where its rows lie
 /// again for the store) and the tail in place (the scores carried across the back-edge
-/// spilled): [`D128_K176`]'s ring, split and grid with its own block and tail. Its next tile's
-/// Q (64 KiB) is asked of L2 when the tile is claimed: ncu of S 512 causal (H100) put 11 % of
-/// the stall samples on the consumers' wait for it.
-pub const D256: Shape = Shape { head_dim: 256, keys: 80, defer_block_tail: false, prefetch_next_q: true, ..D128_K176 };
+/// spilled): [`D128_K176`]'s ring, split and grid with its own block and tail. (Its next
+/// tile's Q asked of L2 when claimed, `prefetch_next_q`, measured within the noise on an H100,
+/// 2026-12-06: off.)
+pub const D256: Shape = Shape { head_dim: 256, keys: 80, defer_block_tail: false, ..D128_K176 };
 /// d = 128 with a causal mask: [`D128`] with the row maximum and sum folded as trees. Run
 /// as the one d = 128 entry of 128-key blocks (H100, 2026-12-06, two runs in both column
 /// orders, docs/PERF.md), the trees measured +5 to +11 % on causal problems of 512 to 2048
 /// keys, +3 to +6 % at 4096 and on the causal GQA rows, and −5 to −12 % on problems without
 /// a mask; so causal problems take this entry and the others keep [`D128`]'s folds.
 pub const D128_CAUSAL: Shape = Shape { tree_row_folds: true, ..D128 };
+/// d = 128 with a causal mask over fewer than [`LONG_KEYS_FROM`] keys: [`D128_CAUSAL`] with
+/// its tiles chained on its one Q buffer (`chain_tiles`; the three (K, V) stages kept), the next
+/// tile's Q asked of L2 when claimed so that it is there for the chained turn. Short causal
+/// tiles have few key blocks to spread a tile's first softmax and last `P·V` over. Measured
+/// against [`D128_CAUSAL`] (H100, 2026-12-06, both column orders): S 512 +1 %, S 1k +6 %,
+/// S 2k +2 %; at S ≥ 4k and on the causal GQA rows −1 to −3.5 %, which keep [`D128_CAUSAL`]
+/// (d = 64's chained tiles likewise lose 2–5 % on causal S ≥ 8k).
+pub const D128_CAUSAL_SHORT: Shape = Shape { chain_tiles: true, prefetch_next_q: true, ..D128_CAUSAL };
 /// Every entry's shape, in the order of the host's entry tables.
-pub const SHAPES: [Shape; 6] = [D64, D64_K176, D128, D128_K176, D256, D128_CAUSAL];
+pub const SHAPES: [Shape; 7] = [D64, D64_K176, D128, D128_K176, D256, D128_CAUSAL, D128_CAUSAL_SHORT];
 
 /// Keys per sequence from which a problem without a causal mask runs on 176-key blocks
 /// ([`D64_K176`], [`D128_K176`]); shorter ones keep the 128-key entries. A tile's first
@@ -175,6 +183,7 @@ pub const fn shape_for(head_dim: u32, causal: bool, seq_k: usize) -> Option<Shap
         64 if long => Some(D64_K176),
         64 => Some(D64),
         128 if long => Some(D128_K176),
+        128 if causal && seq_k < LONG_KEYS_FROM => Some(D128_CAUSAL_SHORT),
         128 if causal => Some(D128_CAUSAL),
         128 => Some(D128),
         256 => Some(D256),
@@ -187,7 +196,11 @@ pub const fn shape_index(shape: Shape) -> usize {
     let mut i = 0;
     while i < SHAPES.len() {
         let s = SHAPES[i];
-        if s.head_dim == shape.head_dim && s.keys == shape.keys && s.tree_row_folds == shape.tree_row_folds {
+        if s.head_dim == shape.head_dim
+            && s.keys == shape.keys
+            && s.tree_row_folds == shape.tree_row_folds
+            && s.chain_tiles == shape.chain_tiles
+        {
             return i;
         }
         i += 1;
@@ -216,7 +229,7 @@ const _: () = {
         assert!(s.head_dim.is_multiple_of(HEAD_CHUNK) && s.keys.is_multiple_of(16), "whole chunks, whole K steps");
         assert!(s.stages >= 2, "the producer runs a block ahead");
         assert!(s.q_stages == 1 || (s.q_stages == 2 && s.persistent), "a second Q buffer serves a next tile");
-        assert!(!s.chain_tiles || s.q_stages == 2, "a chained tile's Q loads while the previous one runs");
+        assert!(!s.chain_tiles || s.persistent, "a chained tile's successor is on the same CTA");
         i += 1;
     }
 };

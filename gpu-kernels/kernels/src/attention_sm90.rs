@@ -25,8 +25,8 @@
 //! first, so causal tiles with the most key blocks start first. On a persistent grid the ring
 //! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
-//! they finish `P·V` and store O (at d = 256 it asks L2 for that Q as soon as it has claimed
-//! the tile, the shape's `prefetch_next_q`, so the load reads L2). With two Q buffers (d = 64) a consumer chains its tiles
+//! they finish `P·V` and store O (where the shape's `prefetch_next_q` says so it first asks L2
+//! for that Q, as soon as it has claimed the tile, so the load reads L2). With two Q buffers (d = 64) a consumer chains its tiles
 //! (the shape's `chain_tiles`): a tile's last `P·V` goes out in the same turn as the next
 //! tile's first `Q·Kᵀ`, and its O is stored under that block's softmax and `P·V`.
 //!
@@ -165,7 +165,7 @@ pub(crate) unsafe fn attention<
     const {
         assert!(D == DC * CHUNK && O::N as usize == D && KCH == RING * DC && QCH == QS * DC, "tile shapes agree");
         assert!(S::N as usize == BN && BN as u32 == 16 * P::STEPS, "a key block is the scores' N and P's K");
-        assert!(!CHAIN || (PERSISTENT && QS == 2), "a chained tile's Q loads while the previous one runs");
+        assert!(!CHAIN || PERSISTENT, "a chained tile's successor is on the same CTA");
     };
     // Shared-memory plan (`abi::attention_sm90::smem_plan`).
     let mut smem = DynamicShared::window();

@@ -61,4 +61,5 @@ attention_entries! {
     (attention_bf16_d128_k176_sm90, attention_f16_d128_k176_sm90): D128_K176, Acc64x176F32, AFragments11, Acc64x128F32;
     (attention_bf16_d256_sm90, attention_f16_d256_sm90): D256, Acc64x80F32, AFragments5, Acc64x256F32;
     (attention_bf16_d128_causal_sm90, attention_f16_d128_causal_sm90): D128_CAUSAL, Acc64x128F32, AFragments8, Acc64x128F32;
+    (attention_bf16_d128_causal_short_sm90, attention_f16_d128_causal_short_sm90): D128_CAUSAL_SHORT, Acc64x128F32, AFragments8, Acc64x128F32;
 }
