@@ -67,7 +67,9 @@ pub struct Shape {
     /// same turn as the next tile's first `Q·Kᵀ`, and its rows of O are stored while that
     /// block's softmax and the `P·V` run, instead of the last `P·V` taking a turn of its own
     /// and the store running with the tensor cores idle for this warpgroup. The next tile's
-    /// Q must then be there before the previous tile is done: two Q buffers.
+    /// Q must then be there before the previous tile is done: two Q buffers, or one whose next
+    /// Q is asked of L2 early (`prefetch_next_q`), its load starting after the previous tile's
+    /// last `Q·Kᵀ`.
     pub chain_tiles: bool,
     /// Whether the producer asks L2 for the next tile's Q boxes as soon as it has claimed the
     /// tile (`cp.async.bulk.prefetch.tensor`), before it waits for the Q buffer to be free: with

@@ -578,7 +578,8 @@ pub mod entries {
     pub const ATTENTION_BF16_D128_CAUSAL_SHORT: Entry<AttentionSm90> =
         Entry::new("attention_bf16_d128_causal_short_sm90");
     /// Attention forward, f16, head dimension 128, short causal problems (`attention_sm90::D128_CAUSAL_SHORT`).
-    pub const ATTENTION_F16_D128_CAUSAL_SHORT: Entry<AttentionSm90> = Entry::new("attention_f16_d128_causal_short_sm90");
+    pub const ATTENTION_F16_D128_CAUSAL_SHORT: Entry<AttentionSm90> =
+        Entry::new("attention_f16_d128_causal_short_sm90");
     /// Decode attention (`abi::attention_decode`), bf16, head dimension 64.
     pub const ATTENTION_DECODE_BF16_D64: Entry<AttentionDecode> = Entry::new("attention_decode_bf16_d64_sm90");
     /// Decode attention, bf16, head dimension 128.

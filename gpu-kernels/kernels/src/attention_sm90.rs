@@ -26,8 +26,9 @@
 //! runs on from tile to tile, and Q has a second barrier that the consumers arrive on after
 //! their tile's last `Q·Kᵀ`: the producer loads the next tile's Q and first key blocks while
 //! they finish `P·V` and store O (where the shape's `prefetch_next_q` says so it first asks L2
-//! for that Q, as soon as it has claimed the tile, so the load reads L2). With two Q buffers (d = 64) a consumer chains its tiles
-//! (the shape's `chain_tiles`): a tile's last `P·V` goes out in the same turn as the next
+//! for that Q, as soon as it has claimed the tile, so the load reads L2). Where the shape says so (`chain_tiles`: d = 64 with two Q
+//! buffers, causal d = 128 below 4096 keys with one) a consumer chains its tiles: a tile's
+//! last `P·V` goes out in the same turn as the next
 //! tile's first `Q·Kᵀ`, and its O is stored under that block's softmax and `P·V`.
 //!
 //! GQA: query head `h` reads key/value head `h / group`. The tiles are numbered with the
