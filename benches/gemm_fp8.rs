@@ -32,7 +32,8 @@
 //!
 //! Run: `cargo bench --bench kernels -- gemm_fp8` (on a GPU machine: `.gpu/bench gemm_fp8`).
 //! Optional arguments: `set=models` (other models' projections at ragged M, 1 to 6000, instead
-//! of DeepSeek's table), `quick` (M ∈ {128, 2048} only), `filter=<text>` (only shapes whose
+//! of DeepSeek's table), `set=holdout` (projections picked to check the 2 × 1 cluster rule after
+//! it was fitted, at M 1536 to 8192), `quick` (M ∈ {128, 2048} only), `filter=<text>` (only shapes whose
 //! `MxNxK` label contains the text, e.g. `filter=x7168x2048` or `filter=4096x`), `m=1,16,64`
 //! (these rows instead of M 64–4096, e.g. for the decode regime), `list` (print
 //! the shapes and stop), `clusters=pairs` or `clusters=off` (force warpforge's 2 × 1 cluster
@@ -93,6 +94,15 @@ const MODEL_PROJECTIONS: [(usize, usize); 9] = [
 ];
 /// `set=models`' rows: decode, small batches and ragged prefill chunks.
 const MODEL_ROWS: [usize; 6] = [1, 24, 200, 777, 3000, 6000];
+/// `set=holdout`: projections picked after the 2 × 1 cluster rule (`prefer_fp8_pairs`) was fitted
+/// on the other two sets, to check it: B above the L2 of an H100 or H200 (Llama-3-8B's gate
+/// alone 14336 × 4096, Llama-2-13B's down and up 5120 × 13824 and 13824 × 5120, an 8192²
+/// projection, DeepSeek-V3's dense MLP 18432 × 7168) and just below it (6144 × 8192,
+/// 12288 × 4096: 48 MiB).
+const HOLDOUT_PROJECTIONS: [(usize, usize); 7] =
+    [(14336, 4096), (5120, 13824), (13824, 5120), (8192, 8192), (18432, 7168), (6144, 8192), (12288, 4096)];
+/// `set=holdout`'s rows: prefill chunks of several waves, none of the other sets' M.
+const HOLDOUT_ROWS: [usize; 4] = [1536, 2500, 5000, 8192];
 /// `tests/gpu_fp8_gemm.rs`: the tensor cores' in-block accumulation error, summed over blocks.
 const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
 
@@ -473,11 +483,20 @@ impl Shape {
     }
 }
 
-fn shapes(quick: bool, models: bool, filter: Option<&str>, rows: Option<&[usize]>) -> Vec<Shape> {
-    let (projections, default_rows): (&[(usize, usize)], &[usize]) = match (models, quick) {
-        (true, _) => (&MODEL_PROJECTIONS, &MODEL_ROWS),
-        (false, true) => (&PROJECTIONS, &QUICK_ROWS),
-        (false, false) => (&PROJECTIONS, &ROWS),
+/// The problems a run covers (`set=`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Set {
+    DeepSeek,
+    Models,
+    Holdout,
+}
+
+fn shapes(quick: bool, set: Set, filter: Option<&str>, rows: Option<&[usize]>) -> Vec<Shape> {
+    let (projections, default_rows): (&[(usize, usize)], &[usize]) = match (set, quick) {
+        (Set::Models, _) => (&MODEL_PROJECTIONS, &MODEL_ROWS),
+        (Set::Holdout, _) => (&HOLDOUT_PROJECTIONS, &HOLDOUT_ROWS),
+        (Set::DeepSeek, true) => (&PROJECTIONS, &QUICK_ROWS),
+        (Set::DeepSeek, false) => (&PROJECTIONS, &ROWS),
     };
     let rows = rows.unwrap_or(default_rows);
     projections
@@ -521,13 +540,15 @@ pub fn main() -> Result<()> {
                 .collect::<std::result::Result<_, _>>()?,
         ),
     };
-    // `set=models`: other models' projections at ragged M (default: DeepSeek's table).
-    let models = match std::env::args().find_map(|a| a.strip_prefix("set=").map(String::from)).as_deref() {
-        None | Some("deepseek") => false,
-        Some("models") => true,
-        Some(other) => return Err(format!("set={other}: expected deepseek or models").into()),
+    // `set=models`: other models' projections at ragged M; `set=holdout`: the cluster rule's
+    // check (default: DeepSeek's table).
+    let set = match std::env::args().find_map(|a| a.strip_prefix("set=").map(String::from)).as_deref() {
+        None | Some("deepseek") => Set::DeepSeek,
+        Some("models") => Set::Models,
+        Some("holdout") => Set::Holdout,
+        Some(other) => return Err(format!("set={other}: expected deepseek, models or holdout").into()),
     };
-    let shapes = shapes(quick, models, filter.as_deref(), rows.as_deref());
+    let shapes = shapes(quick, set, filter.as_deref(), rows.as_deref());
     // `clusters=pairs` / `clusters=off` force warpforge's cluster choice (default: its own).
     let clusters = match std::env::args().find_map(|a| a.strip_prefix("clusters=").map(String::from)).as_deref() {
         None => Clusters::Auto,

@@ -231,14 +231,25 @@ pub(crate) fn fp8_schedule(
     Ok((schedule, tiles))
 }
 
-/// Whether [`Clusters::Auto`] runs the FP8 GEMM in 2 × 1 clusters on `capacity` resident
-/// CTAs: never, for now. Forced over the 42 shapes of `benches/gemm_fp8.rs` on the H200 (same
-/// build, 2026-12-04), pairs were within −4 % to +4 % of the cooperative kernel's stream-K and
-/// hybrid schedules from M = 256 up (M ≥ 2048 geomean 0.835 against 0.877 of cuBLASLt's
-/// blockwise), and 0.58–0.92 × at M ≤ 128, where whole tiles leave most SMs idle: reading half
-/// of B from L2 is not what the FP8 kernel lacks (docs/PERF.md).
-fn prefer_fp8_pairs(_m: usize, _n: usize, _capacity: u32) -> bool {
-    false
+/// The least share of the last wave of tile pairs that [`prefer_fp8_pairs`] accepts: pairs run
+/// whole tiles (no stream-K tail), so a wave left 15 % empty costs more than multicast saves.
+const PAIR_WAVE_FILL: f64 = 0.9;
+
+/// Whether [`Clusters::Auto`] runs the FP8 GEMM in 2 × 1 clusters (`clusters` of them resident):
+/// when B (`n · k` bytes) is larger than the device's L2 (`l2_bytes`), so every band of tile rows
+/// streams it again, and the pairs of tile rows fill at least two waves, the last at least
+/// [`PAIR_WAVE_FILL`]. Multicast then halves what the CTAs read of B. Measured on an H100
+/// (2026-12-06, docs/PERF.md), pairs against the cooperative schedules: +5 to +12 % where B
+/// outgrows L2 (DeepSeek's 7168 × 16384 at M ≥ 2048, Llama-3-70B's down and gate-up, Qwen2.5's
+/// down at M 3000 and 6000), but −1 to −7 % on problems whose B fits L2 and −5 to −30 % where
+/// whole pairs leave a wave partly idle (M ≤ 1024, and 3000 × 3584 × 18944: 5.1 waves).
+fn prefer_fp8_pairs(m: usize, n: usize, k: usize, clusters: u32, l2_bytes: u64) -> bool {
+    let tiles_m = m.div_ceil(BLOCK_M as usize) as u64;
+    let pairs = tiles_m.div_ceil(2) * n.div_ceil(BLOCK_N as usize) as u64;
+    let clusters = clusters.max(1) as u64;
+    let waves = pairs.div_ceil(clusters);
+    let b_outgrows_l2 = (n as u64).saturating_mul(k as u64) > l2_bytes;
+    tiles_m >= 2 && b_outgrows_l2 && waves >= 2 && pairs as f64 >= PAIR_WAVE_FILL * (waves * clusters) as f64
 }
 
 /// Whether [`TileWidth::Auto`] takes the wide 64 × 256 tile for an `m`-row problem: when the
@@ -382,26 +393,31 @@ impl Warpforge {
             }
             TileWidth::Auto => problem.clusters != Clusters::Pairs && prefer_fp8_wide(problem.m) && wide_scales_fit(&e),
         };
-        let solo = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
-        let capacity = solo.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
+        let pair_capacity = || -> Result<u32> {
+            let kernel = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER)?;
+            Ok(kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, Some(PAIR), u64::MAX)?.blocks)
+        };
         let pairs = match problem.clusters {
             Clusters::Off => false,
             Clusters::Pairs => true,
             Clusters::Auto => {
-                !wide && problem.k_split == KSplit::Auto && prefer_fp8_pairs(problem.m, problem.n, capacity)
+                !wide
+                    && problem.k_split == KSplit::Auto
+                    && pair_capacity().is_ok_and(|capacity| {
+                        prefer_fp8_pairs(problem.m, problem.n, problem.k, capacity / 2, self.l2_bytes())
+                    })
             }
         };
         let (entry, capacity, tile) = if pairs {
-            let entry = entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER;
-            let kernel = self.entry(entry)?;
-            let capacity = kernel.kernel().plan_persistent(THREADS, SMEM_BYTES, Some(PAIR), u64::MAX)?.blocks;
-            (entry, capacity, (BLOCK_M, BLOCK_N))
+            (entries::GEMM_FP8_BLOCKSCALED_BF16_CLUSTER, pair_capacity()?, (BLOCK_M, BLOCK_N))
         } else if wide {
             let entry = entries::GEMM_FP8_BLOCKSCALED_BF16_WIDE;
             let kernel = self.entry(entry)?;
             let capacity = kernel.kernel().plan_persistent(THREADS, WIDE_SMEM_BYTES, None, u64::MAX)?.blocks;
             (entry, capacity, (WIDE_BLOCK_M, WIDE_BLOCK_N))
         } else {
+            let solo = self.entry(entries::GEMM_FP8_BLOCKSCALED_BF16)?;
+            let capacity = solo.kernel().plan_persistent(THREADS, SMEM_BYTES, None, u64::MAX)?.blocks;
             (entries::GEMM_FP8_BLOCKSCALED_BF16, capacity, (BLOCK_M, BLOCK_N))
         };
         check(capacity >= 2 || !pairs, || "no 2 × 1 cluster of the FP8 GEMM is resident on this device".into())?;
@@ -583,6 +599,46 @@ mod tests {
         assert_eq!(wide_mode(576, 4096, 4096).unwrap().0.mode, StreamKMode::Hybrid);
         assert_eq!(wide_mode(640, 4096, 512).unwrap().0.mode, StreamKMode::DataParallel);
         assert_eq!(wide_mode(64, 4096, 7168).unwrap().0.mode, StreamKMode::Pure);
+    }
+
+    #[test]
+    fn pairs_are_chosen_where_b_outgrows_l2_and_the_pairs_fill_their_waves() {
+        const H100_L2: u64 = 50 << 20;
+        let pairs = |m, n, k| prefer_fp8_pairs(m, n, k, H200_SMS / 2, H100_L2);
+        // The H100 runs of 2026-12-06 (docs/PERF.md): pairs faster by 5–12 %.
+        for (m, n, k) in [
+            (2048, 7168, 16384),
+            (4096, 7168, 16384),
+            (3000, 4096, 14336),
+            (6000, 4096, 14336),
+            (3000, 10240, 8192),
+            (3000, 28672, 4096),
+            (3000, 8192, 28672),
+            (6000, 8192, 28672),
+            (6000, 3584, 18944),
+        ] {
+            assert!(pairs(m, n, k), "{m} × {n} × {k}");
+        }
+        // Pairs slower: B within L2, or whole pairs leaving a wave partly idle (1024 × 7168 ×
+        // 16384: 224 pairs on 66 clusters, 3.4 waves; 3000 × 3584 × 18944: 5.1 waves).
+        for (m, n, k) in [
+            (4096, 24576, 1536),
+            (6000, 4608, 3584),
+            (6000, 6144, 4096),
+            (4096, 32768, 512),
+            (512, 7168, 16384),
+            (1024, 7168, 16384),
+            (3000, 3584, 18944),
+            (2048, 2112, 7168),
+        ] {
+            assert!(!pairs(m, n, k), "{m} × {n} × {k}");
+        }
+        // One tile row has no pair to share B with; B exactly the L2's size stays cooperative.
+        assert!(!pairs(128, 8192, 28672));
+        assert!(!pairs(16384, 1 << 10, (H100_L2 >> 10) as usize));
+        assert!(pairs(16384, 1 << 10, (H100_L2 >> 10) as usize + 16));
+        // Fewer than two waves of pairs: one wave of whole tiles, left to the stream-K schedules.
+        assert!(!pairs(256, 8192, 28672));
     }
 
     #[test]
