@@ -231,25 +231,40 @@ pub(crate) fn fp8_schedule(
     Ok((schedule, tiles))
 }
 
-/// The least share of the last wave of tile pairs that [`prefer_fp8_pairs`] accepts: pairs run
-/// whole tiles (no stream-K tail), so a wave left 15 % empty costs more than multicast saves.
+/// The least share of the pair slots of the last wave that [`prefer_fp8_pairs`] accepts
+/// filled: pairs run whole tiles (no stream-K tail), so a wave left 15 % idle costs more than
+/// multicast saves.
 const PAIR_WAVE_FILL: f64 = 0.9;
 
+/// The fewest tile rows [`prefer_fp8_pairs`] takes: two bands of the pair raster (8 tile rows
+/// each). Below it pairs lost on every B measured (M = 777: −9 to −16 %, M = 1536: −6 to +2 %).
+const PAIR_MIN_TILE_ROWS: usize = 16;
+
 /// Whether [`Clusters::Auto`] runs the FP8 GEMM in 2 × 1 clusters (`clusters` of them resident):
-/// when B (`n · k` bytes) is larger than the device's L2 (`l2_bytes`), so every band of tile rows
-/// streams it again, and the pairs of tile rows fill at least two waves, the last at least
-/// [`PAIR_WAVE_FILL`]. Multicast then halves what the CTAs read of B. Measured on an H100
-/// (2026-12-06, docs/PERF.md), pairs against the cooperative schedules: +5 to +12 % where B
-/// outgrows L2 (DeepSeek's 7168 × 16384 at M ≥ 2048, Llama-3-70B's down and gate-up, Qwen2.5's
-/// down at M 3000 and 6000), but −1 to −7 % on problems whose B fits L2 and −5 to −30 % where
-/// whole pairs leave a wave partly idle (M ≤ 1024, and 3000 × 3584 × 18944: 5.1 waves).
+/// when B (`n · k` bytes) takes more than three quarters of the device's L2 (`l2_bytes`), so the
+/// bands of tile rows stream it from DRAM again and again, the tile rows fill two bands
+/// ([`PAIR_MIN_TILE_ROWS`]), and the tiles fill at least two waves of pairs, the last at least
+/// to [`PAIR_WAVE_FILL`]. Multicast then halves what the CTAs read of B (ncu, H100, 3000 × 8192 ×
+/// 28672: DRAM traffic 2.17 → 1.45 GB, SM throughput 74 → 82 %).
+///
+/// Fitted on an H100 (2026-12-06, docs/PERF.md: DeepSeek's table, other models' projections, and
+/// a third set, whose B of 0.96 L2 at M ≥ 5000 gained 3–8 % from pairs and moved the threshold
+/// from the whole L2 to three quarters of it): pairs +2 to +14 % on every row the rule takes; −1
+/// to −7 % on big problems whose B fits L2 easily, and −5 to −30 % where whole pairs leave a wave
+/// partly idle (M ≤ 1024; 3000 × 3584 × 18944, 5.1 waves), which the rule leaves cooperative. Not
+/// yet measured on an H200.
 fn prefer_fp8_pairs(m: usize, n: usize, k: usize, clusters: u32, l2_bytes: u64) -> bool {
-    let tiles_m = m.div_ceil(BLOCK_M as usize) as u64;
-    let pairs = tiles_m.div_ceil(2) * n.div_ceil(BLOCK_N as usize) as u64;
+    let tiles_m = m.div_ceil(BLOCK_M as usize);
+    let tiles_n = n.div_ceil(BLOCK_N as usize) as u64;
+    let pairs = tiles_m.div_ceil(2) as u64 * tiles_n;
     let clusters = clusters.max(1) as u64;
     let waves = pairs.div_ceil(clusters);
-    let b_outgrows_l2 = (n as u64).saturating_mul(k as u64) > l2_bytes;
-    tiles_m >= 2 && b_outgrows_l2 && waves >= 2 && pairs as f64 >= PAIR_WAVE_FILL * (waves * clusters) as f64
+    let tiles = tiles_m as u64 * tiles_n;
+    let b_crowds_l2 = (n as u64).saturating_mul(k as u64).saturating_mul(4) > l2_bytes.saturating_mul(3);
+    tiles_m >= PAIR_MIN_TILE_ROWS
+        && b_crowds_l2
+        && waves >= 2
+        && tiles as f64 >= PAIR_WAVE_FILL * (2 * waves * clusters) as f64
 }
 
 /// Whether [`TileWidth::Auto`] takes the wide 64 × 256 tile for an `m`-row problem: when the
@@ -602,10 +617,10 @@ mod tests {
     }
 
     #[test]
-    fn pairs_are_chosen_where_b_outgrows_l2_and_the_pairs_fill_their_waves() {
+    fn pairs_are_chosen_where_b_crowds_l2_and_the_pairs_fill_their_waves() {
         const H100_L2: u64 = 50 << 20;
         let pairs = |m, n, k| prefer_fp8_pairs(m, n, k, H200_SMS / 2, H100_L2);
-        // The H100 runs of 2026-12-06 (docs/PERF.md): pairs faster by 5–12 %.
+        // The H100 runs of 2026-12-06 (docs/PERF.md): pairs faster by 2–14 %.
         for (m, n, k) in [
             (2048, 7168, 16384),
             (4096, 7168, 16384),
@@ -616,11 +631,16 @@ mod tests {
             (3000, 8192, 28672),
             (6000, 8192, 28672),
             (6000, 3584, 18944),
+            (2500, 14336, 4096),
+            (8192, 18432, 7168),
+            (5000, 6144, 8192),
+            (8192, 12288, 4096),
         ] {
             assert!(pairs(m, n, k), "{m} × {n} × {k}");
         }
-        // Pairs slower: B within L2, or whole pairs leaving a wave partly idle (1024 × 7168 ×
-        // 16384: 224 pairs on 66 clusters, 3.4 waves; 3000 × 3584 × 18944: 5.1 waves).
+        // Pairs slower: B well within L2, too few tile rows, or whole pairs leaving a wave partly
+        // idle (1024 × 7168 × 16384: 224 pairs on 66 clusters, 3.4 waves; 3000 × 3584 × 18944:
+        // 5.1 waves).
         for (m, n, k) in [
             (4096, 24576, 1536),
             (6000, 4608, 3584),
@@ -630,15 +650,21 @@ mod tests {
             (1024, 7168, 16384),
             (3000, 3584, 18944),
             (2048, 2112, 7168),
+            (777, 28672, 4096),
+            (777, 8192, 28672),
+            (1536, 14336, 4096),
+            (1536, 6144, 8192),
         ] {
             assert!(!pairs(m, n, k), "{m} × {n} × {k}");
         }
-        // One tile row has no pair to share B with; B exactly the L2's size stays cooperative.
-        assert!(!pairs(128, 8192, 28672));
-        assert!(!pairs(16384, 1 << 10, (H100_L2 >> 10) as usize));
-        assert!(pairs(16384, 1 << 10, (H100_L2 >> 10) as usize + 16));
-        // Fewer than two waves of pairs: one wave of whole tiles, left to the stream-K schedules.
-        assert!(!pairs(256, 8192, 28672));
+        // The B threshold: three quarters of L2, exclusive.
+        let k_at = |fraction_of_l2: u64| (H100_L2 * fraction_of_l2 / 4 / 1024) as usize;
+        assert!(!pairs(16384, 1024, k_at(3)));
+        assert!(pairs(16384, 1024, k_at(3) + 16));
+        // An odd number of tile rows leaves half of the last pair row empty: counted in the fill.
+        // 17 tile rows × 33 columns: 297 pairs on 66 clusters (4.5 waves), 561 of 660 slots used.
+        assert!(!pairs(17 * 128, 33 * 128, 16384));
+        assert!(pairs(18 * 128, 33 * 128, 16384));
     }
 
     #[test]
