@@ -697,8 +697,9 @@ pub fn main() -> Result<()> {
         let us = |side: usize| or_na(seconds[side].map(|s| s * 1e6), 1);
         let verdict = if ours_error > 1.0 { " FAIL" } else { "" };
         let plan = wf.fp8_gemm_plan(&problem)?;
+        let pairs = if plan.clusters == Clusters::Pairs { " 2×1 pairs" } else { "" };
         let plan = format!(
-            "{}×{} {:?} grid {} issue {our_issue_us:.1} µs",
+            "{}×{}{pairs} {:?} grid {} issue {our_issue_us:.1} µs",
             plan.tile.0, plan.tile.1, plan.schedule, plan.grid
         );
         println!(
