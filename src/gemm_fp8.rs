@@ -419,7 +419,9 @@ impl Warpforge {
                 !wide
                     && problem.k_split == KSplit::Auto
                     && pair_capacity().is_ok_and(|capacity| {
-                        prefer_fp8_pairs(problem.m, problem.n, problem.k, capacity / 2, self.l2_bytes())
+                        // A device on which no pair is resident runs the cooperative kernel.
+                        capacity >= 2
+                            && prefer_fp8_pairs(problem.m, problem.n, problem.k, capacity / 2, self.l2_bytes())
                     })
             }
         };
