@@ -260,7 +260,9 @@ fn prefer_fp8_pairs(m: usize, n: usize, k: usize, clusters: u32, l2_bytes: u64) 
     let clusters = clusters.max(1) as u64;
     let waves = pairs.div_ceil(clusters);
     let tiles = tiles_m as u64 * tiles_n;
-    let b_crowds_l2 = (n as u64).saturating_mul(k as u64).saturating_mul(4) > l2_bytes.saturating_mul(3);
+    // An L2 size of 0 (a device that does not report it) means unknown: no pairs.
+    let b_crowds_l2 =
+        l2_bytes > 0 && (n as u64).saturating_mul(k as u64).saturating_mul(4) > l2_bytes.saturating_mul(3);
     tiles_m >= PAIR_MIN_TILE_ROWS
         && b_crowds_l2
         && waves >= 2
@@ -667,6 +669,8 @@ mod tests {
         // 17 tile rows × 33 columns: 297 pairs on 66 clusters (4.5 waves), 561 of 660 slots used.
         assert!(!pairs(17 * 128, 33 * 128, 16384));
         assert!(pairs(18 * 128, 33 * 128, 16384));
+        // A device that reports no L2 size keeps the cooperative kernel.
+        assert!(!prefer_fp8_pairs(4096, 7168, 16384, H200_SMS / 2, 0));
     }
 
     #[test]
