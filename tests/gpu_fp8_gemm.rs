@@ -27,7 +27,7 @@ use crate::common::{EPS_BF16, gpu, mix, random_f32};
 /// Cases per property test.
 const GPU_CASES: u32 = 24;
 /// What D holds before the call: a bf16 NaN whose bits no result has.
-const POISON: u16 = 0x7fc1;
+pub(crate) const POISON: u16 = 0x7fc1;
 /// Relative error of the tensor cores' in-block accumulation, summed over a block (see the
 /// module docs).
 pub(crate) const BLOCK_SUM_ERR: f64 = 128.0 / 8192.0;
@@ -87,22 +87,22 @@ pub(crate) fn quantise_b(w: &[f32], n: usize, k: usize) -> (Vec<u8>, Vec<f32>) {
 }
 
 /// A quantised problem: codes and scales of both operands, as the kernel reads them.
-struct Quantised {
-    m: usize,
-    n: usize,
-    k: usize,
-    a: Vec<u8>,
-    a_scales: Vec<f32>,
-    b: Vec<u8>,
-    b_scales: Vec<f32>,
+pub(crate) struct Quantised {
+    pub(crate) m: usize,
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    pub(crate) a: Vec<u8>,
+    pub(crate) a_scales: Vec<f32>,
+    pub(crate) b: Vec<u8>,
+    pub(crate) b_scales: Vec<f32>,
 }
 
 /// Which K block's scale the reference applies to K block `kb` (the identity for the true
 /// reference).
-type ScaleBlock = fn(usize, usize) -> usize;
+pub(crate) type ScaleBlock = fn(usize, usize) -> usize;
 
 impl Quantised {
-    fn new(m: usize, n: usize, k: usize, seed: u64, outliers: bool) -> Self {
+    pub(crate) fn new(m: usize, n: usize, k: usize, seed: u64, outliers: bool) -> Self {
         let (a, a_scales) = quantise_a(&inputs(seed, m, k, outliers), m, k);
         let (b, b_scales) = quantise_b(&inputs(!seed, n, k, outliers), n, k);
         Quantised { m, n, k, a, a_scales, b, b_scales }
@@ -127,7 +127,7 @@ impl Quantised {
     }
 
     /// The float64 product and each element's tolerance (module docs), row-major M × N.
-    fn reference(&self, pick: ScaleBlock) -> (Vec<f64>, Vec<f64>) {
+    pub(crate) fn reference(&self, pick: ScaleBlock) -> (Vec<f64>, Vec<f64>) {
         let (m, n, k) = (self.m, self.n, self.k);
         let (a, b) = self.dequantised(pick);
         let promote = (k_blocks(k) + 2) as f64 * EPS_F32;
@@ -156,7 +156,7 @@ impl Quantised {
 }
 
 /// The first element of `got` outside its tolerance around `want`, described.
-fn first_miss(m: usize, n: usize, got: impl Fn(usize) -> f64, want: &[f64], tol: &[f64]) -> Option<String> {
+pub(crate) fn first_miss(m: usize, n: usize, got: impl Fn(usize) -> f64, want: &[f64], tol: &[f64]) -> Option<String> {
     (0..m * n).find_map(|e| {
         let g = got(e);
         let ok = (g - want[e]).abs() <= tol[e];
@@ -164,7 +164,7 @@ fn first_miss(m: usize, n: usize, got: impl Fn(usize) -> f64, want: &[f64], tol:
     })
 }
 
-fn identity(kb: usize, _: usize) -> usize {
+pub(crate) fn identity(kb: usize, _: usize) -> usize {
     kb
 }
 

@@ -17,6 +17,7 @@ mod gpu_fuzz;
 mod gpu_gemm;
 mod gpu_gemm_swiglu;
 mod gpu_gemm_tuned;
+mod gpu_graphs;
 mod gpu_grouped_gemm;
 mod gpu_hopper_async;
 mod gpu_quant;

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, SyncOnDrop};
 use warpforge_host::{Error, Result};
 
-use crate::gemm::workspace::{MAX_CACHED_STREAMS, StreamHeld, StreamMap};
+use crate::gemm::workspace::{MAX_CACHED_STREAMS, StreamHeld, StreamMap, refuse_while_capturing};
 
 /// One stream's counter pair (`[next, finished]`), zero between launches.
 pub(crate) struct TileCounters(CudaSlice<u32>);
@@ -60,11 +60,19 @@ impl TileCounterCache {
     }
 }
 
-/// `stream`'s pair, allocated zeroed when missing. An entry holds a reference to its stream,
+/// `stream`'s pair, allocated zeroed when missing (refused while the stream captures a graph:
+/// `refuse_while_capturing`). An entry holds a reference to its stream,
 /// so the handle (the key) cannot be reused by a new stream while the entry exists.
 pub(crate) fn counters<'m>(
     map: &'m mut StreamMap<TileCounters>,
     stream: &Arc<CudaStream>,
 ) -> Result<&'m mut TileCounters> {
-    map.get_or_make(stream.cu_stream() as usize, |_| true, || Ok(TileCounters(stream.alloc_zeros::<u32>(2)?)))
+    map.get_or_make(
+        stream.cu_stream() as usize,
+        |_| true,
+        || {
+            refuse_while_capturing(stream, "attention tile counters")?;
+            Ok(TileCounters(stream.alloc_zeros::<u32>(2)?))
+        },
+    )
 }

@@ -11,6 +11,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use cudarc::driver::sys::CUstreamCaptureStatus;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtrMut, SyncOnDrop};
 use warpforge_abi::gemm_sm90::{FLAGS_PER_CTA, PARTIAL_SLOT_FLOATS};
 use warpforge_host::{Error, Result};
@@ -19,6 +20,22 @@ use warpforge_logic::schedule::stream_k::StreamKMode;
 /// Most streams whose buffers the cache keeps (a set is about 128 KiB per CTA, ~17 MiB for
 /// 132 CTAs): a service with more concurrent GEMM streams reallocates on some calls.
 pub const MAX_CACHED_STREAMS: usize = 16;
+
+/// Refuses to allocate `what` for `stream` while the stream is capturing a CUDA graph: memory
+/// allocated in a capture belongs to the graph (it exists only from the graph's launch, and the
+/// graph cannot be launched again while it is held), and the per-stream caches keep theirs
+/// across calls. One call of the same problem (or a larger one) on the stream before the capture
+/// allocates it; a capture then records launches only.
+pub(crate) fn refuse_while_capturing(stream: &CudaStream, what: &str) -> Result<()> {
+    let status = stream.capture_status()?;
+    if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
+        return Ok(());
+    }
+    Err(Error::InvalidArgument(format!(
+        "{what} for this stream would be allocated inside a CUDA graph capture ({status:?}): run the \
+         call once on the stream before capturing it (warpforge keeps them per stream)"
+    )))
+}
 
 pub(crate) fn poisoned() -> Error {
     Error::InvalidArgument("a thread panicked while holding warpforge's stream-K workspace cache".into())
@@ -166,11 +183,13 @@ impl StreamKSets {
         Ok(stream_k_ptrs(buffers, stream))
     }
 
-    /// `stream`'s buffers, (re)allocated when missing or smaller than `ctas` CTAs need. An
-    /// entry holds references to its stream, so the handle (the key) cannot be reused by a new
-    /// stream while the entry exists.
+    /// `stream`'s buffers, (re)allocated when missing or smaller than `ctas` CTAs need (refused
+    /// while the stream captures a graph: [`refuse_while_capturing`]). An entry holds
+    /// references to its stream, so the handle (the key) cannot be reused by a new stream while
+    /// the entry exists.
     pub(crate) fn buffers(&mut self, stream: &Arc<CudaStream>, ctas: u32) -> Result<&mut StreamKBuffers> {
         let make = || -> Result<StreamKBuffers> {
+            refuse_while_capturing(stream, "stream-K buffers")?;
             // SAFETY: the kernel writes every slot element before any read of it (a partial is
             // published before its flag is raised); f32 has no invalid bit patterns.
             let slots = unsafe { stream.alloc::<f32>(ctas as usize * PARTIAL_SLOT_FLOATS as usize)? };
