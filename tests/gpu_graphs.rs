@@ -123,7 +123,8 @@ fn a_captured_decode_step_replays_on_new_inputs() {
 }
 
 /// A stream's first stream-K GEMM, captured, is refused (its slots would belong to the graph)
-/// and leaves nothing launched or cached; the same call eager, then captured, replays.
+/// and leaves nothing launched or cached; the same call eager, then captured, replays; and on
+/// a stream whose buffers `reserve_gemm_workspace` allocated, a first call captured replays.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
@@ -141,7 +142,8 @@ fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
     assert_eq!(stream.capture_status().unwrap(), CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE);
     match refused {
         Err(Error::InvalidArgument(why)) => {
-            assert!(why.contains("CUDA graph capture") && why.contains("once on the stream before"), "{why}")
+            let remedies = why.contains("once on the stream before") && why.contains("reserve_gemm_workspace");
+            assert!(why.contains("CUDA graph capture") && remedies, "{why}")
         }
         other => panic!("a first stream-K call inside a capture: {other:?}"),
     }
@@ -155,4 +157,14 @@ fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
     buffers.rewrite(&stream, &case);
     graph.launch().unwrap();
     buffers.check(&stream, &case, "the replay");
+
+    let reserved = device.context().new_stream().unwrap();
+    wf.reserve_gemm_workspace(&reserved).unwrap();
+    let mut buffers = Buffers::upload(&reserved, &case);
+    capture(&reserved);
+    buffers.gemm(wf, &reserved, &case).unwrap();
+    let graph = end_capture(&reserved).expect("the capture recorded the launch");
+    buffers.rewrite(&reserved, &case);
+    graph.launch().unwrap();
+    buffers.check(&reserved, &case, "the replay of a first call on a reserved stream");
 }

@@ -25,15 +25,16 @@ pub const MAX_CACHED_STREAMS: usize = 16;
 /// allocated in a capture belongs to the graph (it exists only from the graph's launch, and the
 /// graph cannot be launched again while it is held), and the per-stream caches keep theirs
 /// across calls. One call of the same problem (or a larger one) on the stream before the capture
-/// allocates it; a capture then records launches only.
-pub(crate) fn refuse_while_capturing(stream: &CudaStream, what: &str) -> Result<()> {
+/// allocates it, or `remedy` where there is a call that does; a capture then records launches
+/// only.
+pub(crate) fn refuse_while_capturing(stream: &CudaStream, what: &str, remedy: &str) -> Result<()> {
     let status = stream.capture_status()?;
     if status == CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Ok(());
     }
     Err(Error::InvalidArgument(format!(
         "{what} for this stream would be allocated inside a CUDA graph capture ({status:?}): run the \
-         call once on the stream before capturing it (warpforge keeps them per stream)"
+         call once on the stream before capturing it{remedy} (warpforge keeps them per stream)"
     )))
 }
 
@@ -189,7 +190,7 @@ impl StreamKSets {
     /// the entry exists.
     pub(crate) fn buffers(&mut self, stream: &Arc<CudaStream>, ctas: u32) -> Result<&mut StreamKBuffers> {
         let make = || -> Result<StreamKBuffers> {
-            refuse_while_capturing(stream, "stream-K buffers")?;
+            refuse_while_capturing(stream, "stream-K buffers", ", or `Warpforge::reserve_gemm_workspace`")?;
             // SAFETY: the kernel writes every slot element before any read of it (a partial is
             // published before its flag is raised); f32 has no invalid bit patterns.
             let slots = unsafe { stream.alloc::<f32>(ctas as usize * PARTIAL_SLOT_FLOATS as usize)? };
