@@ -1,7 +1,8 @@
 //! warpforge's launches in CUDA graphs, as a service captures a decode step: on a stream of its
 //! own, in a context without cudarc's event tracking (whose waits on events recorded outside a
-//! capture would fail it), the FP8 GEMMs of the decode regime captured once and replayed on new
-//! inputs written into the same buffers between replays.
+//! capture would fail it), the FP8 GEMMs of the decode regime and attention (a prefill and a
+//! decode step) captured once and replayed on new inputs written into the same buffers between
+//! replays.
 //!
 //! The contract (`gemm::workspace::refuse_while_capturing`): a launch that needs per-stream
 //! buffers warpforge keeps across calls (stream-K slots and flags, attention's tile counters)
@@ -15,7 +16,9 @@ use cudarc::driver::sys::{CUgraphInstantiate_flags_enum, CUstreamCaptureMode, CU
 use cudarc::driver::{CudaSlice, CudaStream};
 use half::bf16;
 use warpforge::logic::schedule::stream_k::StreamKMode;
-use warpforge::{Device, Error, Fp8GemmProblem, Warpforge};
+use warpforge::{AttentionProblem, Device, Error, Fp8GemmProblem, Warpforge};
+
+use crate::common::random_f32;
 
 use crate::gpu_fp8_gemm::{POISON, Quantised, first_miss, identity};
 
@@ -167,4 +170,60 @@ fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
     buffers.rewrite(&reserved, &case);
     graph.launch().unwrap();
     buffers.check(&reserved, &case, "the replay of a first call on a reserved stream");
+}
+
+/// Attention in a capture: a prefill on the persistent grid (its claim counters are the
+/// stream's, so its first call captured is refused) and a GQA decode step (split over the keys,
+/// its partials allocated and freed inside the call, so inside the graph). Each, captured after
+/// one eager call, replays on rewritten queries to exactly what an eager call on those queries
+/// writes (one CTA computes each output tile, in a fixed key order).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn captured_attention_replays_what_it_computes_eagerly() {
+    let (device, wf) = untracked_gpu();
+    let mut prefill = AttentionProblem::new(2, 8, 2, 1000, 1000, 128);
+    prefill.causal = true;
+    let decode = AttentionProblem::new(4, 32, 8, 1, 4096, 128);
+    for (problem, persistent) in [(prefill, true), (decode, false)] {
+        let stream = device.context().new_stream().unwrap();
+        let e = problem.check().unwrap();
+        let host =
+            |seed: u64, n: usize| -> Vec<bf16> { random_f32(seed, n, 1.0).into_iter().map(bf16::from_f32).collect() };
+        let (q1, q2) = (host(1, e.q), host(2, e.q));
+        let mut q: CudaSlice<bf16> = stream.clone_htod(&q1).unwrap();
+        let k: CudaSlice<bf16> = stream.clone_htod(&host(3, e.kv)).unwrap();
+        let v: CudaSlice<bf16> = stream.clone_htod(&host(4, e.kv)).unwrap();
+        let mut o: CudaSlice<bf16> = stream.alloc_zeros(e.q).unwrap();
+        let poison = vec![bf16::from_bits(POISON); e.q];
+
+        capture(&stream);
+        let first = wf.attention(&stream, &problem, &q, &k, &v, &mut o, None);
+        drop(stream.end_capture(CUgraphInstantiate_flags_enum(0)));
+        match (first, persistent) {
+            (Err(Error::InvalidArgument(why)), true) => assert!(why.contains("CUDA graph capture"), "{why}"),
+            (Ok(()), false) => {}
+            (other, _) => panic!("{problem:?}: a first call inside a capture: {other:?}"),
+        }
+
+        let eager = |q_host: &[bf16], q: &mut CudaSlice<bf16>, o: &mut CudaSlice<bf16>| {
+            stream.memcpy_htod(q_host, q).unwrap();
+            stream.memcpy_htod(&poison, o).unwrap();
+            wf.attention(&stream, &problem, &*q, &k, &v, o, None).unwrap();
+            stream.clone_dtoh(&*o).unwrap()
+        };
+        let want1 = eager(&q1, &mut q, &mut o);
+        assert!(want1.iter().all(|x| x.is_finite()), "{problem:?}: eager O is finite");
+        capture(&stream);
+        wf.attention(&stream, &problem, &q, &k, &v, &mut o, None).unwrap();
+        let graph = end_capture(&stream).expect("the capture recorded the launches");
+        for (q_host, what) in [(&q2, "new queries"), (&q1, "the first queries again")] {
+            stream.memcpy_htod(q_host, &mut q).unwrap();
+            stream.memcpy_htod(&poison, &mut o).unwrap();
+            graph.launch().unwrap();
+            let got = stream.clone_dtoh(&o).unwrap();
+            let want = eager(q_host, &mut q, &mut o);
+            let differ = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+            assert_eq!(differ, None, "{problem:?}: the replay on {what} differs from the eager call");
+        }
+    }
 }
