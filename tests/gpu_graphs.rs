@@ -70,6 +70,17 @@ impl Buffers {
         wf.fp8_gemm(stream, &problem, &self.a, &self.sa, &self.b, &self.sb, &mut self.d)
     }
 
+    /// This GEMM captured alone on `stream`, then replayed once on `case`'s operands written
+    /// again (D poisoned) and checked, `what` naming the replay.
+    fn capture_and_replay(&mut self, wf: &Warpforge, stream: &Arc<CudaStream>, case: &Quantised, what: &str) {
+        capture(stream);
+        self.gemm(wf, stream, case).unwrap();
+        let graph = end_capture(stream).expect("the capture recorded the launch");
+        self.rewrite(stream, case);
+        graph.launch().unwrap();
+        self.check(stream, case, what);
+    }
+
     /// Every element of D against `case`'s float64 reference.
     fn check(&self, stream: &Arc<CudaStream>, case: &Quantised, what: &str) {
         let got = stream.clone_dtoh(&self.d).unwrap();
@@ -154,22 +165,12 @@ fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
     buffers.rewrite(&stream, &case);
     buffers.gemm(wf, &stream, &case).unwrap();
     buffers.check(&stream, &case, "the eager call after the refusal");
-    capture(&stream);
-    buffers.gemm(wf, &stream, &case).unwrap();
-    let graph = end_capture(&stream).expect("the capture recorded the launch");
-    buffers.rewrite(&stream, &case);
-    graph.launch().unwrap();
-    buffers.check(&stream, &case, "the replay");
+    buffers.capture_and_replay(wf, &stream, &case, "the replay");
 
     let reserved = device.context().new_stream().unwrap();
     wf.reserve_gemm_workspace(&reserved).unwrap();
     let mut buffers = Buffers::upload(&reserved, &case);
-    capture(&reserved);
-    buffers.gemm(wf, &reserved, &case).unwrap();
-    let graph = end_capture(&reserved).expect("the capture recorded the launch");
-    buffers.rewrite(&reserved, &case);
-    graph.launch().unwrap();
-    buffers.check(&reserved, &case, "the replay of a first call on a reserved stream");
+    buffers.capture_and_replay(wf, &reserved, &case, "the replay of a first call on a reserved stream");
 }
 
 /// Attention in a capture: a prefill on the persistent grid (its claim counters are the
