@@ -398,6 +398,18 @@ impl Warpforge {
         self.launch_attention(stream, &problem.shape(), (&layouts, &spans), (q, k, v), o, lse, Some(offsets))
     }
 
+    /// Allocates `stream`'s tile-claim counters, which attention calls on a persistent grid use
+    /// (prefills whose kernel shape runs one), so the first such call on `stream` may be made
+    /// inside a CUDA graph capture (as long as at most
+    /// [`MAX_CACHED_STREAMS`](crate::gemm::MAX_CACHED_STREAMS) streams use them; the cache
+    /// evicts beyond that). Without it, that first call must run eagerly before the capture.
+    pub fn reserve_attention_workspace(&self, stream: &Arc<CudaStream>) -> Result<()> {
+        self.check_sm90("reserve_attention_workspace")?;
+        self.module().check_context(stream, &[])?;
+        counters::counters(&mut *self.attention_counters().lock()?, stream)?;
+        Ok(())
+    }
+
     /// Checks the buffers against `spans` (lengths, alignment, context), builds the maps from
     /// `layouts` (both from the checked strides) and launches; `offsets` makes the launch
     /// variable-length.

@@ -174,9 +174,9 @@ fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
 }
 
 /// Attention in a capture: a prefill on the persistent grid (its claim counters are the
-/// stream's, so its first call captured is refused) and a GQA decode step (split over the keys,
-/// its partials allocated and freed inside the call, so inside the graph). Each, captured after
-/// one eager call, replays on rewritten queries to exactly what an eager call on those queries
+/// stream's, so its first call captured is refused unless `reserve_attention_workspace`
+/// allocated them) and a GQA decode step (split over the keys, its partials allocated and freed
+/// inside the call, so inside the graph). Each, captured after one eager call, replays on rewritten queries to exactly what an eager call on those queries
 /// writes (one CTA computes each output tile, in a fixed key order).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -185,8 +185,11 @@ fn captured_attention_replays_what_it_computes_eagerly() {
     let mut prefill = AttentionProblem::new(2, 8, 2, 1000, 1000, 128);
     prefill.causal = true;
     let decode = AttentionProblem::new(4, 32, 8, 1, 4096, 128);
-    for (problem, persistent) in [(prefill, true), (decode, false)] {
+    for (problem, persistent, reserved) in [(prefill, true, false), (prefill, true, true), (decode, false, false)] {
         let stream = device.context().new_stream().unwrap();
+        if reserved {
+            wf.reserve_attention_workspace(&stream).unwrap();
+        }
         let e = problem.check().unwrap();
         let host =
             |seed: u64, n: usize| -> Vec<bf16> { random_f32(seed, n, 1.0).into_iter().map(bf16::from_f32).collect() };
@@ -200,8 +203,10 @@ fn captured_attention_replays_what_it_computes_eagerly() {
         capture(&stream);
         let first = wf.attention(&stream, &problem, &q, &k, &v, &mut o, None);
         drop(stream.end_capture(CUgraphInstantiate_flags_enum(0)));
-        match (first, persistent) {
-            (Err(Error::InvalidArgument(why)), true) => assert!(why.contains("CUDA graph capture"), "{why}"),
+        match (first, persistent && !reserved) {
+            (Err(Error::InvalidArgument(why)), true) => {
+                assert!(why.contains("CUDA graph capture") && why.contains("reserve_attention_workspace"), "{why}")
+            }
             (Ok(()), false) => {}
             (other, _) => panic!("{problem:?}: a first call inside a capture: {other:?}"),
         }

@@ -71,7 +71,7 @@ pub(crate) fn counters<'m>(
         stream.cu_stream() as usize,
         |_| true,
         || {
-            refuse_while_capturing(stream, "attention tile counters", "")?;
+            refuse_while_capturing(stream, "attention tile counters", ", or `Warpforge::reserve_attention_workspace`")?;
             Ok(TileCounters(stream.alloc_zeros::<u32>(2)?))
         },
     )
