@@ -28,6 +28,11 @@ pub fn checks() -> &'static warpforge::host::module::Module {
     })
 }
 
+/// [`random_f32`]'s values rounded to bf16.
+pub fn random_bf16(seed: u64, n: usize, scale: f32) -> Vec<half::bf16> {
+    random_f32(seed, n, scale).into_iter().map(half::bf16::from_f32).collect()
+}
+
 /// `n` values uniform in [-scale, scale] from `seed`, none of them zero (SplitMix64).
 pub fn random_f32(seed: u64, n: usize, scale: f32) -> Vec<f32> {
     let mut state = seed ^ 0x9e37_79b9_7f4a_7c15;

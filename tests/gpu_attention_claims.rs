@@ -8,7 +8,7 @@
 use half::bf16;
 use warpforge::AttentionProblem;
 
-use crate::common::{gpu, random_f32};
+use crate::common::{gpu, random_bf16};
 use crate::gpu_attention::{Case, check_case};
 
 /// Problems with many tiles per SM (128-query tiles × query heads × sequences).
@@ -43,8 +43,7 @@ fn attention_counters_are_zero_again_after_every_launch() {
     let mut problem = AttentionProblem::new(2, 16, 2, 1000, 1000, 128);
     problem.causal = true;
     let e = problem.check().expect("a valid problem");
-    let data =
-        |salt: u64, n: usize| -> Vec<bf16> { random_f32(salt, n, 1.0).into_iter().map(bf16::from_f32).collect() };
+    let data = |salt: u64, n: usize| random_bf16(salt, n, 1.0);
     let streams = [device.stream().clone(), device.context().new_stream().unwrap()];
     let inputs: Vec<_> = streams
         .iter()

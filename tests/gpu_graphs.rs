@@ -18,7 +18,7 @@ use half::bf16;
 use warpforge::logic::schedule::stream_k::StreamKMode;
 use warpforge::{AttentionProblem, Device, Error, Fp8GemmProblem, Warpforge};
 
-use crate::common::random_f32;
+use crate::common::random_bf16;
 
 use crate::gpu_fp8_gemm::{POISON, Quantised, first_miss, identity};
 
@@ -176,8 +176,9 @@ fn a_first_call_inside_a_capture_is_refused_with_the_remedy() {
 /// Attention in a capture: a prefill on the persistent grid (its claim counters are the
 /// stream's, so its first call captured is refused unless `reserve_attention_workspace`
 /// allocated them) and a GQA decode step (split over the keys, its partials allocated and freed
-/// inside the call, so inside the graph). Each, captured after one eager call, replays on rewritten queries to exactly what an eager call on those queries
-/// writes (one CTA computes each output tile, in a fixed key order).
+/// inside the call, so inside the graph). Each, captured after one eager call, replays on
+/// rewritten queries to exactly what an eager call on those queries writes (one CTA computes
+/// each output tile, in a fixed key order).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn captured_attention_replays_what_it_computes_eagerly() {
@@ -191,8 +192,7 @@ fn captured_attention_replays_what_it_computes_eagerly() {
             wf.reserve_attention_workspace(&stream).unwrap();
         }
         let e = problem.check().unwrap();
-        let host =
-            |seed: u64, n: usize| -> Vec<bf16> { random_f32(seed, n, 1.0).into_iter().map(bf16::from_f32).collect() };
+        let host = |seed: u64, n: usize| random_bf16(seed, n, 1.0);
         let (q1, q2) = (host(1, e.q), host(2, e.q));
         let mut q: CudaSlice<bf16> = stream.clone_htod(&q1).unwrap();
         let k: CudaSlice<bf16> = stream.clone_htod(&host(3, e.kv)).unwrap();
